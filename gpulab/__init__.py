@@ -1,0 +1,27 @@
+"""gpulab: models, plots and widgets for the multi-GPU interconnects course.
+
+Layers, one direction of dependency::
+
+    units, specs, links, collectives, scaling, measurements   (pure models, SI units)
+        <- plotting   (matplotlib; ``ax=None`` in, ``Axes`` out)
+        <- widgets    (ipywidgets; returns the widget)
+
+``import gpulab`` has no side effects: no rcParams change, no file or network I/O.
+``plotting`` and ``widgets`` import matplotlib / ipywidgets and are imported lazily.
+"""
+from __future__ import annotations
+
+import importlib
+
+from . import collectives, links, measurements, scaling, specs, units
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "units", "specs", "links", "collectives", "scaling",
+           "measurements", "plotting", "widgets"]
+
+
+def __getattr__(name):  # lazy optional layers (PEP 562)
+    if name in ("plotting", "widgets"):
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'gpulab' has no attribute {name!r}")

@@ -1,0 +1,142 @@
+"""Recorded measurements from real GPUs (``gpulab/data/measurements``) and readers.
+
+Nothing here needs a GPU: the data were recorded on real hardware and committed with
+their provenance (see ``gpulab/data/measurements/README.md``).
+
+Examples
+--------
+>>> from gpulab import measurements
+>>> run = measurements.copy_bandwidth("h200_copy_bandwidth")
+>>> run.machine
+'2x H200 SXM 141GB, NVLink4 (NV18), PCIe Gen5 x16'
+>>> sorted(run.kinds)
+['d2h_pageable', 'd2h_pinned', 'h2d_pageable', 'h2d_pinned', 'p2p']
+>>> status = measurements.parse_nvlink_status(
+...     measurements.raw_capture("h200-x2-2026-11-30", "nvlink-status.txt"))
+>>> len(status[0]), status[0][0] / 1e9
+(18, 26.562)
+"""
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import specs, units
+
+__all__ = ["CopyRun", "copy_bandwidth", "raw_capture", "parse_nvlink_status",
+           "NVLinkStatusParseError"]
+
+
+@dataclass(frozen=True)
+class CopyRun:
+    """One recorded copy-bandwidth sweep.
+
+    Attributes
+    ----------
+    machine, driver, torch, date : str
+        Provenance.
+    kinds : dict[str, tuple[np.ndarray, np.ndarray]]
+        For each copy kind, ``(size_bytes, bandwidth)`` arrays: sizes [B] and
+        achieved bandwidth [B/s, per direction].
+    """
+
+    machine: str
+    driver: str
+    torch: str
+    date: str
+    kinds: dict = field(default_factory=dict)
+
+    def peak(self, kind):
+        """Highest measured per-direction bandwidth of ``kind``. [B/s]"""
+        if kind not in self.kinds:
+            raise ValueError(f"kind must be one of {sorted(self.kinds)}; got {kind!r}")
+        return units.Bandwidth(float(np.max(self.kinds[kind][1])), units.PER_DIRECTION)
+
+
+def copy_bandwidth(name="h200_copy_bandwidth"):
+    """Load a recorded copy-bandwidth sweep ``measurements/<name>.csv``."""
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_\-]+", name):
+        raise ValueError(f"name must be a measurement file stem; got {name!r}")
+    text = specs.read_data_text(f"measurements/{name}.csv")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    if not rows:
+        raise ValueError(f"name {name!r}: the measurement file is empty")
+    kinds: dict[str, list] = {}
+    for r in rows:
+        kinds.setdefault(r["kind"], []).append(
+            (float(r["size_bytes"]), float(r["bandwidth_GBps"]) * units.GB))
+    arrays = {}
+    for k, pts in kinds.items():
+        pts.sort()
+        a = np.array(pts)
+        arrays[k] = (a[:, 0], a[:, 1])
+    r0 = rows[0]
+    return CopyRun(machine=r0["machine"], driver=r0["driver"], torch=r0["torch"],
+                   date=r0["date"], kinds=arrays)
+
+
+def raw_capture(run, filename):
+    """Return the text of a raw capture, e.g. ``("h200-x2-2026-11-30", "topo-m.txt")``."""
+    for label, v in (("run", run), ("filename", filename)):
+        if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", v) \
+                or v.startswith("."):
+            raise ValueError(f"{label} must be a plain file or folder name; got {v!r}")
+    return specs.read_data_text(f"measurements/raw/{run}/{filename}")
+
+
+class NVLinkStatusParseError(ValueError):
+    """Raised for text that is not ``nvidia-smi nvlink --status`` output."""
+
+
+_GPU_RE = re.compile(r"^GPU (\d+): (.+)$")
+_LINK_RE = re.compile(r"^\s*Link (\d+): (?:([0-9.]+) GB/s|<inactive>)\s*$")
+
+
+def parse_nvlink_status(text):
+    """Parse ``nvidia-smi nvlink --status`` output.
+
+    Parameters
+    ----------
+    text : str
+        The command's output.
+
+    Returns
+    -------
+    dict[int, list[float]]
+        For each GPU index, the rate of each link in link order
+        [B/s, per direction, as nvidia-smi reports it]; inactive links are 0.
+
+    Raises
+    ------
+    NVLinkStatusParseError
+        Naming the first line that is neither a GPU header nor a link line.
+    """
+    if not isinstance(text, str):
+        raise NVLinkStatusParseError(f"text must be a str; got {type(text).__name__}")
+    out: dict[int, list[float]] = {}
+    current = None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        m = _GPU_RE.match(line.strip())
+        if m:
+            current = int(m.group(1))
+            out[current] = []
+            continue
+        m = _LINK_RE.match(line)
+        if m and current is not None:
+            if int(m.group(1)) != len(out[current]):
+                raise NVLinkStatusParseError(
+                    f"line {lineno}: expected link {len(out[current])}, got {line!r}")
+            rate = float(m.group(2)) * units.GB if m.group(2) else 0.0
+            out[current].append(rate)
+            continue
+        raise NVLinkStatusParseError(
+            f"line {lineno}: not a GPU header or link line: {line!r}")
+    if not out:
+        raise NVLinkStatusParseError("line 1: no 'GPU n:' header found")
+    return out

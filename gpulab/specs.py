@@ -1,0 +1,276 @@
+"""Hardware facts, loaded from ``gpulab/data`` (the only place they are written).
+
+Each CSV row carries a ``source`` and an ``accessed`` date. Loaders are cached and
+read the package data with :mod:`importlib.resources`; nothing is read at import.
+Bandwidths are normalised at load time into :class:`gpulab.units.Bandwidth`
+objects, so the direction of every figure is explicit.
+
+Examples
+--------
+>>> from gpulab import specs
+>>> specs.gpu("H100").nvlink_links
+18
+>>> specs.nvlink(4).nominal_link_bandwidth.to_per_direction().gb_per_s
+25.0
+>>> specs.pcie(5).transfer_rate_gt_per_s
+32.0
+"""
+from __future__ import annotations
+
+import csv
+import fractions
+import functools
+import io
+from dataclasses import dataclass
+from importlib import resources
+
+from . import units
+from ._validate import check_choice, check_int
+
+__all__ = [
+    "NVLinkGeneration", "PCIeGeneration", "GPUSpec",
+    "nvlink", "nvlink_generations", "pcie", "pcie_generations", "gpu", "gpus",
+    "gpu_names", "read_data_text",
+]
+
+
+@dataclass(frozen=True)
+class NVLinkGeneration:
+    """One NVLink generation (a row of ``data/nvlink.csv``).
+
+    Attributes
+    ----------
+    generation : int
+        NVLink generation number (1-5).
+    first_gpu : str
+        The GPU that introduced it.
+    modulation : str
+        ``"NRZ"`` (1 bit per symbol) or ``"PAM4"`` (2 bits per symbol).
+    bits_per_symbol : int
+        Bits carried by one symbol (unit interval).
+    symbol_rate : float
+        Symbols per second on one lane (baud). [Bd]
+    coding_efficiency : float
+        Published data rate divided by raw signalling rate (line coding and FEC
+        overhead); 1.0 where NVIDIA publishes only the data rate. [-]
+    lanes_per_direction : int
+        Differential pairs carrying one direction of one link.
+    nominal_link_bandwidth : units.Bandwidth
+        Spec-sheet bandwidth of one link, as published (direction attached).
+    links_per_gpu : int
+        Links on the flagship GPU of the generation.
+    nvidia_smi_link_gb_per_s : float or None
+        What ``nvidia-smi nvlink --status`` prints per link [GB/s], if known.
+    """
+
+    generation: int
+    first_gpu: str
+    year: int
+    modulation: str
+    bits_per_symbol: int
+    symbol_rate: float
+    coding_efficiency: float
+    lanes_per_direction: int
+    nominal_link_bandwidth: units.Bandwidth
+    links_per_gpu: int
+    nvidia_smi_link_gb_per_s: float | None
+    source: str
+    accessed: str
+
+
+@dataclass(frozen=True)
+class PCIeGeneration:
+    """One PCI Express generation (a row of ``data/pcie.csv``).
+
+    Attributes
+    ----------
+    transfer_rate_gt_per_s : float
+        Transfers per second per lane, in GT/s (one transfer = one bit on the wire).
+    encoding : str
+        Line encoding (8b/10b, 128b/130b, or FLIT mode for Gen6).
+    encoding_efficiency : float
+        Payload bits per transferred bit of the line encoding. [-]
+    """
+
+    generation: int
+    year: int
+    transfer_rate_gt_per_s: float
+    modulation: str
+    encoding: str
+    encoding_efficiency: float
+    source: str
+    accessed: str
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """One GPU (a row of ``data/gpus.csv``).
+
+    Attributes
+    ----------
+    fp16_dense_flops : float
+        Dense FP16/BF16 Tensor Core peak (no 2:4 sparsity). [FLOP/s]
+    fp8_dense_flops : float or None
+        Dense FP8 Tensor Core peak; ``None`` where the GPU has no FP8. [FLOP/s]
+    memory_bytes : float
+        HBM capacity as marketed (decimal GB). [B]
+    memory_bandwidth : float
+        HBM bandwidth (reads + writes share it; no direction applies). [B/s]
+    nvlink_generation, nvlink_links : int
+        NVLink generation and number of links.
+    pcie_generation : int
+        Host interface generation (x16).
+    """
+
+    name: str
+    variant: str
+    year: int
+    fp16_dense_flops: float
+    fp8_dense_flops: float | None
+    memory_bytes: float
+    memory_type: str
+    memory_bandwidth: float
+    nvlink_generation: int
+    nvlink_links: int
+    pcie_generation: int
+    source: str
+    accessed: str
+
+    @property
+    def nvlink(self) -> NVLinkGeneration:
+        """The NVLink generation record of this GPU."""
+        return nvlink(self.nvlink_generation)
+
+
+def read_data_text(name: str) -> str:
+    """Return the text of a file in ``gpulab/data`` (e.g. ``"gpus.csv"``)."""
+    parts = name.split("/") if isinstance(name, str) else [""]
+    if any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+        raise ValueError(f"name must be a file name inside gpulab/data; got {name!r}")
+    path = resources.files("gpulab").joinpath("data", *parts)
+    if not path.is_file():
+        raise ValueError(f"name must be a file inside gpulab/data; {name!r} not found")
+    return path.read_text(encoding="utf-8")
+
+
+def _rows(name):
+    return list(csv.DictReader(io.StringIO(read_data_text(name))))
+
+
+def _ratio(s):
+    """Parse an exact ratio such as ``"128/130"`` or ``"1"`` into a float."""
+    return float(fractions.Fraction(s))
+
+
+def _opt_float(s):
+    return float(s) if s not in ("", None) else None
+
+
+@functools.lru_cache(maxsize=None)
+def _nvlink_table():
+    out = {}
+    for r in _rows("nvlink.csv"):
+        g = NVLinkGeneration(
+            generation=int(r["generation"]), first_gpu=r["first_gpu"],
+            year=int(r["year"]), modulation=r["modulation"],
+            bits_per_symbol=int(r["bits_per_symbol"]),
+            symbol_rate=float(r["symbol_rate_gbaud"]) * 1e9,
+            coding_efficiency=_ratio(r["coding_efficiency"]),
+            lanes_per_direction=int(r["lanes_per_direction"]),
+            nominal_link_bandwidth=units.Bandwidth.from_gb_per_s(
+                float(r["nominal_link_gb_per_s"]), r["nominal_link_direction"]),
+            links_per_gpu=int(r["links_per_gpu"]),
+            nvidia_smi_link_gb_per_s=_opt_float(r["nvidia_smi_link_gb_per_s"]),
+            source=r["source"], accessed=r["accessed"])
+        out[g.generation] = g
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _pcie_table():
+    out = {}
+    for r in _rows("pcie.csv"):
+        g = PCIeGeneration(
+            generation=int(r["generation"]), year=int(r["year"]),
+            transfer_rate_gt_per_s=float(r["transfer_rate_gt_per_s"]),
+            modulation=r["modulation"], encoding=r["encoding"],
+            encoding_efficiency=_ratio(r["encoding_efficiency"]),
+            source=r["source"], accessed=r["accessed"])
+        out[g.generation] = g
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _gpu_table():
+    out = {}
+    for r in _rows("gpus.csv"):
+        fp8 = _opt_float(r["fp8_dense_tflops"])
+        g = GPUSpec(
+            name=r["name"], variant=r["variant"], year=int(r["year"]),
+            fp16_dense_flops=float(r["fp16_dense_tflops"]) * units.TFLOPS,
+            fp8_dense_flops=None if fp8 is None else fp8 * units.TFLOPS,
+            memory_bytes=float(r["memory_gb"]) * units.GB,
+            memory_type=r["memory_type"],
+            memory_bandwidth=float(r["memory_bandwidth_gb_per_s"]) * units.GB,
+            nvlink_generation=int(r["nvlink_generation"]),
+            nvlink_links=int(r["nvlink_links"]),
+            pcie_generation=int(r["pcie_generation"]),
+            source=r["source"], accessed=r["accessed"])
+        out[g.name] = g
+    return out
+
+
+def nvlink(generation: int) -> NVLinkGeneration:
+    """Return the record of NVLink ``generation``.
+
+    Parameters
+    ----------
+    generation : int
+        NVLink generation, 1-5.
+
+    Raises
+    ------
+    ValueError
+        If the generation is not in the data.
+    """
+    table = _nvlink_table()
+    generation = check_int("generation", generation, low=min(table), high=max(table))
+    return table[generation]
+
+
+def nvlink_generations() -> list[NVLinkGeneration]:
+    """All NVLink generations, oldest first."""
+    return [v for _, v in sorted(_nvlink_table().items())]
+
+
+def pcie(generation: int) -> PCIeGeneration:
+    """Return the record of PCIe ``generation`` (1-6)."""
+    table = _pcie_table()
+    generation = check_int("generation", generation, low=min(table), high=max(table))
+    return table[generation]
+
+
+def pcie_generations() -> list[PCIeGeneration]:
+    """All PCIe generations, oldest first."""
+    return [v for _, v in sorted(_pcie_table().items())]
+
+
+def gpu(name: str) -> GPUSpec:
+    """Return the record of GPU ``name`` (e.g. ``"H100"``).
+
+    >>> gpu("A100").memory_bytes / 1e9
+    80.0
+    """
+    table = _gpu_table()
+    check_choice("name", name, table)
+    return table[name]
+
+
+def gpus() -> list[GPUSpec]:
+    """All GPUs in the data, oldest first."""
+    return sorted(_gpu_table().values(), key=lambda g: (g.year, g.name))
+
+
+def gpu_names() -> list[str]:
+    """Names of all GPUs in the data, oldest first."""
+    return [g.name for g in gpus()]
