@@ -25,12 +25,12 @@ Examples
 from __future__ import annotations
 
 from . import specs, units
-from ._validate import as_number, check_int
+from ._validate import as_number, check_choice, check_int
 
 __all__ = [
     "lane_rate", "link_bandwidth", "gpu_bandwidth",
     "nvlink_link_bandwidth", "nvlink_gpu_bandwidth",
-    "transfer_time", "effective_bandwidth", "half_bandwidth_size",
+    "transfer_time", "effective_bandwidth", "half_bandwidth_size", "fit_alpha_beta",
 ]
 
 
@@ -236,3 +236,51 @@ def half_bandwidth_size(latency, bandwidth):
     """
     a = as_number("latency", latency, low=0)
     return a * _per_direction_rate(bandwidth)
+
+
+def fit_alpha_beta(message_bytes, times, *, weighting="relative"):
+    r"""Fit the alpha-beta model ``t = alpha + S / B`` to measured transfer times.
+
+    Least squares on the times. ``weighting="relative"`` weights each point by
+    ``1 / t`` so small and large messages count alike; ``"absolute"`` fits the
+    times themselves, so the large messages (the bandwidth) dominate.
+
+    Parameters
+    ----------
+    message_bytes : array_like
+        Sizes, at least two distinct values > 0. [B]
+    times : array_like
+        Measured times, same length, > 0. [s]
+    weighting : {"relative", "absolute"}
+        See above.
+
+    Returns
+    -------
+    tuple[float, units.Bandwidth]
+        ``(latency [s], bandwidth [per direction])``.
+
+    Examples
+    --------
+    >>> s = [1e3, 1e6, 1e9]
+    >>> a, b = fit_alpha_beta(s, [2e-6 + x / 25e9 for x in s])
+    >>> round(a * 1e6, 3), round(b.gb_per_s, 3)
+    (2.0, 25.0)
+    """
+    import numpy as np
+
+    s = np.atleast_1d(as_number("message_bytes", message_bytes, low=0,
+                                low_inclusive=False))
+    t = np.atleast_1d(as_number("times", times, low=0, low_inclusive=False))
+    if s.shape != t.shape or s.ndim != 1:
+        raise ValueError("message_bytes and times must be 1-D and of equal length; "
+                         f"got shapes {s.shape} and {t.shape}")
+    if np.unique(s).size < 2:
+        raise ValueError("message_bytes must hold at least two distinct sizes")
+    check_choice("weighting", weighting, ("relative", "absolute"))
+    w = 1.0 / t if weighting == "relative" else np.ones_like(t)
+    design = np.column_stack([np.ones_like(s), s]) * w[:, None]
+    (alpha, inv_b), *_ = np.linalg.lstsq(design, t * w, rcond=None)
+    if inv_b <= 0:
+        raise ValueError("times do not grow with message_bytes; cannot fit a bandwidth")
+    return max(float(alpha), 0.0), units.Bandwidth(1.0 / float(inv_b),
+                                                   units.PER_DIRECTION)

@@ -267,8 +267,8 @@ def gpu(name: str) -> GPUSpec:
 
 
 def gpus() -> list[GPUSpec]:
-    """All GPUs in the data, oldest first."""
-    return sorted(_gpu_table().values(), key=lambda g: (g.year, g.name))
+    """All GPUs in the data, in the data file's (release) order."""
+    return list(_gpu_table().values())
 
 
 def gpu_names() -> list[str]:
