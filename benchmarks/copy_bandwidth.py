@@ -79,20 +79,26 @@ def main(argv=None):
             dev1 = torch.empty(n, dtype=torch.float32, device="cuda:1")
             src1 = torch.empty(n, dtype=torch.float32, device="cuda:1")
             dst0 = torch.empty(n, dtype=torch.float32, device="cuda:0")
-            s1 = torch.cuda.Stream(device=1)
+            # A cross-device copy_ runs on the source device's *current* stream and
+            # makes the destination's current stream wait for it. Each direction
+            # therefore gets its own pair of current streams, or the two directions
+            # would queue one behind the other.
+            s1a = torch.cuda.Stream(device=1)
+            s0b = torch.cuda.Stream(device=0)
+            s1b = torch.cuda.Stream(device=1)
 
             def p2p():
-                with torch.cuda.stream(s0):
+                with torch.cuda.stream(s0), torch.cuda.stream(s1a):
                     dev1.copy_(dev0, non_blocking=True)
 
             def p2p_bidir():
-                with torch.cuda.stream(s0):
+                with torch.cuda.stream(s0), torch.cuda.stream(s1a):
                     dev1.copy_(dev0, non_blocking=True)
-                with torch.cuda.stream(s1):
+                with torch.cuda.stream(s1b), torch.cuda.stream(s0b):
                     dst0.copy_(src1, non_blocking=True)
 
-            cases["p2p"] = (p2p, [s0], 1)
-            cases["p2p_bidir"] = (p2p_bidir, [s0, s1], 2)
+            cases["p2p"] = (p2p, [s0, s1a], 1)
+            cases["p2p_bidir"] = (p2p_bidir, [s0, s1a, s0b, s1b], 2)
         for kind, (fn, streams, mult) in cases.items():
             def run():
                 with torch.cuda.stream(s0):
