@@ -123,6 +123,9 @@ def plot_growth(gpus=None, baseline="V100", ax=None):
     ax.set_xticks(x, [r["gpu"] for r in rows])
     ax.set_ylabel(f"Growth relative to {baseline} [×]")
     ax.set_yscale("log")
+    from matplotlib.ticker import FuncFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}×"))
     top = max(r[m] for r in rows for m in _GROWTH_LABELS)
     ax.set_ylim(0.8, top * 2.2)
     ax.legend(loc="upper left")

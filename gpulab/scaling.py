@@ -36,7 +36,7 @@ from . import collectives, links, specs, units
 from ._validate import as_number, check_choice, check_int
 
 __all__ = [
-    "METRICS", "assumption", "growth", "growth_table", "scaling_efficiency",
+    "METRICS", "assumption", "assumption_info", "growth", "growth_table", "scaling_efficiency",
     "effective_gpus", "exposed_comm_share", "DPStep", "data_parallel_step",
     "breakeven_tokens_per_gpu",
 ]
@@ -65,6 +65,17 @@ def assumption(name):
     table = _assumptions()
     check_choice("name", name, table)
     return float(table[name]["value"])
+
+
+def assumption_info(name):
+    """The full record of an assumption: ``{value, meaning, source, accessed}``.
+
+    >>> assumption_info("mfu")["accessed"]
+    '2026-11-30'
+    """
+    table = _assumptions()
+    check_choice("name", name, table)
+    return dict(table[name])
 
 
 def _metric(gpu, metric):
