@@ -42,6 +42,8 @@ class CopyRun:
     kinds : dict[str, tuple[np.ndarray, np.ndarray]]
         For each copy kind, ``(size_bytes, bandwidth)`` arrays: sizes [B] and
         achieved bandwidth [B/s, per direction].
+    times : dict[str, np.ndarray]
+        For each copy kind, the recorded time of one copy [s], same order.
     """
 
     machine: str
@@ -49,6 +51,7 @@ class CopyRun:
     torch: str
     date: str
     kinds: dict = field(default_factory=dict)
+    times: dict = field(default_factory=dict)
 
     def peak(self, kind):
         """Highest measured per-direction bandwidth of ``kind``. [B/s]"""
@@ -68,15 +71,17 @@ def copy_bandwidth(name="h200_copy_bandwidth"):
     kinds: dict[str, list] = {}
     for r in rows:
         kinds.setdefault(r["kind"], []).append(
-            (float(r["size_bytes"]), float(r["bandwidth_GBps"]) * units.GB))
-    arrays = {}
+            (float(r["size_bytes"]), float(r["bandwidth_GBps"]) * units.GB,
+             float(r["time_us"]) * units.US))
+    arrays, times = {}, {}
     for k, pts in kinds.items():
         pts.sort()
         a = np.array(pts)
         arrays[k] = (a[:, 0], a[:, 1])
+        times[k] = a[:, 2]
     r0 = rows[0]
     return CopyRun(machine=r0["machine"], driver=r0["driver"], torch=r0["torch"],
-                   date=r0["date"], kinds=arrays)
+                   date=r0["date"], kinds=arrays, times=times)
 
 
 def raw_capture(run, filename):

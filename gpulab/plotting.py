@@ -377,7 +377,7 @@ def plot_copy_bandwidth(run=None, kinds=("p2p",), *, nominal=None, ax=None):
     bytes_axis(ax.xaxis)
     ax.set_xlabel("Copy size")
     ax.set_ylabel("Bandwidth [GB/s, per direction]")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    ax.legend(loc="center left", fontsize=8)
     return ax
 
 

@@ -28,7 +28,7 @@ from . import units
 from ._validate import check_choice, check_int
 
 __all__ = [
-    "NVLinkGeneration", "PCIeGeneration", "GPUSpec",
+    "NVLinkGeneration", "PCIeGeneration", "GPUSpec", "NICSpec", "nic", "nics",
     "nvlink", "nvlink_generations", "pcie", "pcie_generations", "gpu", "gpus",
     "gpu_names", "read_data_text",
 ]
@@ -98,6 +98,26 @@ class PCIeGeneration:
     modulation: str
     encoding: str
     encoding_efficiency: float
+    source: str
+    accessed: str
+
+
+@dataclass(frozen=True)
+class NICSpec:
+    """One network adapter (a row of ``data/nics.csv``).
+
+    Attributes
+    ----------
+    line_rate : units.Bandwidth
+        Signalling data rate of one port (Ethernet/InfiniBand rates are quoted
+        per direction: a 400 Gb/s port sends 400 Gb/s while it receives 400 Gb/s).
+    """
+
+    name: str
+    generation: str
+    year: int
+    line_rate: units.Bandwidth
+    ports: int
     source: str
     accessed: str
 
@@ -218,6 +238,34 @@ def _gpu_table():
             source=r["source"], accessed=r["accessed"])
         out[g.name] = g
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _nic_table():
+    out = {}
+    for r in _rows("nics.csv"):
+        n = NICSpec(name=r["name"], generation=r["generation"], year=int(r["year"]),
+                    line_rate=units.Bandwidth.from_gbit_per_s(
+                        float(r["line_rate_gbit_per_s"]), r["direction"]),
+                    ports=int(r["ports"]), source=r["source"], accessed=r["accessed"])
+        out[n.name] = n
+    return out
+
+
+def nic(name: str) -> NICSpec:
+    """Return the record of network adapter ``name`` (e.g. ``"ConnectX-7"``).
+
+    >>> nic("ConnectX-7").line_rate.gb_per_s
+    50.0
+    """
+    table = _nic_table()
+    check_choice("name", name, table)
+    return table[name]
+
+
+def nics() -> list[NICSpec]:
+    """All network adapters in the data."""
+    return list(_nic_table().values())
 
 
 def nvlink(generation: int) -> NVLinkGeneration:

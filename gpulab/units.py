@@ -310,7 +310,7 @@ def fmt_time(seconds, *, digits=3):
     return f"{_trim(t / NS, digits)} ns"
 
 
-def fmt_bandwidth(bandwidth, *, unit="GB/s", digits=4):
+def fmt_bandwidth(bandwidth, *, unit="GB/s", digits=6):
     """Format a :class:`Bandwidth` with its direction spelled out.
 
     Parameters
@@ -336,11 +336,11 @@ def fmt_bandwidth(bandwidth, *, unit="GB/s", digits=4):
     return f"{fmt_rate(bandwidth.bytes_per_s, unit=unit, digits=digits)} {words}"
 
 
-def fmt_rate(bytes_per_s, *, unit="GB/s", digits=4):
+def fmt_rate(bytes_per_s, *, unit="GB/s", digits=6):
     """Format a plain rate in bytes/s (no direction word; prefer fmt_bandwidth).
 
     >>> fmt_rate(26.5625e9)
-    '26.56 GB/s'
+    '26.5625 GB/s'
     """
     factors = {"GB/s": GB, "GiB/s": GiB, "Gb/s": Gbit, "TB/s": TB}
     check_choice("unit", unit, factors)

@@ -229,7 +229,7 @@ class _LinkExplorer(_Explorer):
                               continuous_update=False,
                               layout=W.Layout(width="360px")),
         }
-        super().__init__(controls, _PNGView(figsize=(6.4, 3.0)))
+        super().__init__(controls, _PNGView(figsize=(7.0, 3.0)))
         controls["preset"].observe(self._on_preset, names="value")
         self._apply_preset(generation)
 
@@ -247,7 +247,7 @@ class _LinkExplorer(_Explorer):
                 c["modulation"].value = g.bits_per_symbol
                 c["symbol_rate_gbaud"].value = g.symbol_rate / 1e9
                 c["lanes"].value = g.lanes_per_direction
-                c["coding"].value = round(g.coding_efficiency, 4)
+                c["coding"].value = g.coding_efficiency   # exact, e.g. 16/17
                 c["links"].value = g.links_per_gpu
             finally:
                 self._hold = False
@@ -276,12 +276,11 @@ class _LinkExplorer(_Explorer):
         gpu = links.gpu_bandwidth(link, c["links"].value)
         raw_lane = links.lane_rate(c["symbol_rate_gbaud"].value * 1e9,
                                    c["modulation"].value)
-        label = "your link" if not c["preset"].value else \
-            f"preset NVLink{c['preset'].value}"
+        label = "custom" if not c["preset"].value else "preset"
         self.view.render(lambda ax: plotting.plot_link_vs_generations(
             gpu, label=label, ax=ax))
         lines = [
-            f"Lane: {raw_lane / 1e9:.4g} Gb/s raw",
+            f"Lane: {raw_lane / 1e9:.6g} Gb/s raw",
             f"Link: {units.fmt_bandwidth(link)}",
             f"GPU ({c['links'].value} links): {units.fmt_bandwidth(gpu)} = "
             f"{units.fmt_bandwidth(gpu.to_bidirectional())}",
