@@ -90,6 +90,8 @@ def link_bandwidth(symbol_rate, bits_per_symbol, lanes_per_direction,
     >>> round(link_bandwidth(53.125e9, 2, 2, 16 / 17).gb_per_s, 6)
     25.0
     """
+    symbol_rate = as_number("symbol_rate", symbol_rate, low=0, low_inclusive=False,
+                            allow_array=False)
     raw = lane_rate(symbol_rate, bits_per_symbol)
     lanes = check_int("lanes_per_direction", lanes_per_direction, low=1, high=64)
     eta = as_number("coding_efficiency", coding_efficiency, low=0, high=1,

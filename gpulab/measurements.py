@@ -90,7 +90,11 @@ def raw_capture(run, filename):
         if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", v) \
                 or v.startswith("."):
             raise ValueError(f"{label} must be a plain file or folder name; got {v!r}")
-    return specs.read_data_text(f"measurements/raw/{run}/{filename}")
+    try:
+        return specs.read_data_text(f"measurements/raw/{run}/{filename}")
+    except ValueError:
+        raise ValueError(f"run/filename: no raw capture {filename!r} in run {run!r} "
+                         "under gpulab/data/measurements/raw") from None
 
 
 class NVLinkStatusParseError(ValueError):
@@ -98,7 +102,7 @@ class NVLinkStatusParseError(ValueError):
 
 
 _GPU_RE = re.compile(r"^GPU (\d+): (.+)$")
-_LINK_RE = re.compile(r"^\s*Link (\d+): (?:([0-9.]+) GB/s|<inactive>)\s*$")
+_LINK_RE = re.compile(r"^\s*Link (\d+): (?:([0-9]+(?:\.[0-9]+)?) GB/s|<inactive>)\s*$")
 
 
 def parse_nvlink_status(text):

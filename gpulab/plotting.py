@@ -147,8 +147,8 @@ def plot_scaling_efficiency(n_gpus=8, overlaps=(0.0, 0.5, 0.9), ax=None):
                 (1.0, n / 2), xytext=(0.012, n / 2 * 0.78), fontsize=8,
                 color="#7a5a00")
     ax.set_xscale("log")
-    ax.set_xlabel("Communication time / compute time per step")
-    ax.set_ylabel(f"Effective GPUs (of {n})")
+    ax.set_xlabel("Communication time / compute time per step [×]")
+    ax.set_ylabel(f"Effective GPUs [of {n}]")
     ax.set_ylim(0, n * 1.08)
     ax.legend(loc="lower left")
     return ax
@@ -161,11 +161,16 @@ def _state(ax, kind, key):
     the existing artists in place is about twice as fast as clearing and redrawing.
     """
     st = getattr(ax, "_gpulab_state", None)
-    return st["artists"] if st and st["kind"] == kind and st["key"] == key else None
+    if not st or st["kind"] != kind or st["key"] != key:
+        return None
+    if st["sentinel"] not in ax.patches:      # the Axes was cleared since
+        return None
+    return st["artists"]
 
 
-def _remember(ax, kind, key, artists):
-    ax._gpulab_state = {"kind": kind, "key": key, "artists": artists}
+def _remember(ax, kind, key, artists, sentinel):
+    ax._gpulab_state = {"kind": kind, "key": key, "artists": artists,
+                        "sentinel": sentinel}
 
 
 def plot_dp_steps(steps, ax=None):
@@ -200,7 +205,7 @@ def plot_dp_steps(steps, ax=None):
         ax.set_xlabel("Step time [ms]")
         ax.legend(loc="lower right")
         ax.grid(axis="y", visible=False)
-        _remember(ax, "dp_steps", key, (b1, b2, texts))
+        _remember(ax, "dp_steps", key, (b1, b2, texts), b1[0])
     else:
         b1, b2, texts = old
         for r1, r2, txt, yi, c, m, t in zip(b1, b2, texts, y, comp, comm, labels):
@@ -375,7 +380,7 @@ def plot_copy_bandwidth(run=None, kinds=("p2p",), *, nominal=None, ax=None):
         ax.axhline(nominal.gb_per_s, color=COLORS["model"], ls="--", lw=1,
                    label=f"spec: {nominal.gb_per_s:.0f} GB/s per direction")
     bytes_axis(ax.xaxis)
-    ax.set_xlabel("Copy size")
+    ax.set_xlabel("Copy size [B, binary prefixes]")
     ax.set_ylabel("Bandwidth [GB/s, per direction]")
     ax.legend(loc="center left", fontsize=8)
     return ax
@@ -410,7 +415,7 @@ def plot_link_vs_generations(custom, label="your link", ax=None):
         texts = ax.bar_label(bars, labels=[f"{v:.0f}" for v in vals], fontsize=8)
         ax.set_ylabel("Per GPU [GB/s, per direction]")
         ax.grid(axis="x", visible=False)
-        _remember(ax, "link_vs_generations", len(vals), (bars, texts))
+        _remember(ax, "link_vs_generations", len(vals), (bars, texts), bars[0])
     else:
         bars, texts = old
         bars[-1].set_height(vals[-1])

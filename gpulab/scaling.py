@@ -78,8 +78,17 @@ def assumption_info(name):
     return dict(table[name])
 
 
-def _metric(gpu, metric):
-    g = specs.gpu(gpu)
+def _gpu(name, param):
+    """``specs.gpu(name)`` with the error naming the caller's parameter."""
+    names = specs.gpu_names()
+    if not isinstance(name, str) or name not in names:
+        raise ValueError(f"{param} must be one of {', '.join(map(repr, names))}; "
+                         f"got {name!r}")
+    return specs.gpu(name)
+
+
+def _metric(gpu, metric, param="gpu"):
+    g = _gpu(gpu, param)
     check_choice("metric", metric, METRICS)
     if metric == "nvlink_bandwidth":
         return links.nvlink_gpu_bandwidth(g.nvlink_generation,
@@ -106,7 +115,7 @@ def growth(from_gpu, to_gpu, metric):
     >>> round(growth("V100", "B200", "fp16_dense_flops"), 1)
     18.0
     """
-    return _metric(to_gpu, metric) / _metric(from_gpu, metric)
+    return _metric(to_gpu, metric, "to_gpu") / _metric(from_gpu, metric, "from_gpu")
 
 
 def growth_table(gpus=None, baseline="V100"):
@@ -115,9 +124,17 @@ def growth_table(gpus=None, baseline="V100"):
     FP8 is left out: the baseline V100 has none, and comparing FP8 with FP16 is the
     apples-to-oranges mistake Chapter 1 corrects.
     """
-    names = specs.gpu_names() if gpus is None else list(gpus)
+    if gpus is None:
+        names = specs.gpu_names()
+    elif isinstance(gpus, str) or not hasattr(gpus, "__iter__"):
+        raise ValueError(f"gpus must be a sequence of GPU names; got {gpus!r}")
+    else:
+        names = list(gpus)
+    if not names:
+        raise ValueError("gpus must name at least one GPU")
     for n in names:
-        specs.gpu(n)
+        _gpu(n, "gpus")
+    _gpu(baseline, "baseline")
     metrics = ("fp16_dense_flops", "nvlink_bandwidth", "memory_bandwidth")
     return [{"gpu": n, **{m: growth(baseline, n, m) for m in metrics}} for n in names]
 
@@ -185,7 +202,7 @@ class DPStep:
 
 
 def _effective_nvlink(gpu, link_efficiency):
-    g = specs.gpu(gpu)
+    g = _gpu(gpu, "gpu")
     eff = assumption("nvlink_allreduce_efficiency") if link_efficiency is None \
         else as_number("link_efficiency", link_efficiency, low=0, high=1,
                        low_inclusive=False, allow_array=False)
@@ -240,7 +257,7 @@ def data_parallel_step(gpu="H100", n_gpus=8, params=7e9, tokens_per_gpu=16384,
     >>> round(s.efficiency, 3)
     0.963
     """
-    g = specs.gpu(gpu)
+    g = _gpu(gpu, "gpu")
     n = check_int("n_gpus", n_gpus, low=1, high=1_000_000)
     p = as_number("params", params, low=0, low_inclusive=False, allow_array=False)
     d = as_number("tokens_per_gpu", tokens_per_gpu, low=0, low_inclusive=False,
@@ -284,7 +301,7 @@ def breakeven_tokens_per_gpu(gpu, n_gpus=8, *, mfu=None, link_efficiency=None):
     >>> round(breakeven_tokens_per_gpu("H100") / breakeven_tokens_per_gpu("V100"), 2)
     2.64
     """
-    g = specs.gpu(gpu)
+    g = _gpu(gpu, "gpu")
     n = check_int("n_gpus", n_gpus, low=2, high=1_000_000)
     m = assumption("mfu") if mfu is None else as_number(
         "mfu", mfu, low=0, high=1, low_inclusive=False, allow_array=False)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._validate import as_number, check_choice
+from ._validate import as_number, check_choice, check_int
 
 __all__ = [
     "B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "BIT", "Gbit",
@@ -274,7 +274,10 @@ _DEC = [("TB", TB), ("GB", GB), ("MB", MB), ("KB", KB)]
 
 
 def _trim(x, digits):
+    """Format with ``digits`` significant digits, never in scientific notation."""
     s = f"{x:.{digits}g}" if abs(x) < 10 ** digits else f"{x:.0f}"
+    if "e" in s and abs(x) >= 1:          # e.g. 999.7 at 3 digits -> '1e+03'
+        s = f"{float(s):.0f}"
     return s
 
 
@@ -289,6 +292,7 @@ def fmt_bytes(n_bytes, *, binary=True, digits=3):
     '131 GiB'
     """
     n = as_number("n_bytes", n_bytes, low=0, allow_array=False)
+    digits = check_int("digits", digits, low=1, high=15)
     for name, factor in (_BIN if binary else _DEC):
         if n >= factor:
             return f"{_trim(n / factor, digits)} {name}"
@@ -304,6 +308,7 @@ def fmt_time(seconds, *, digits=3):
     '12.3 ms'
     """
     t = as_number("seconds", seconds, low=0, allow_array=False)
+    digits = check_int("digits", digits, low=1, high=15)
     for name, factor in (("s", S), ("ms", MS), ("µs", US)):
         if t >= factor:
             return f"{_trim(t / factor, digits)} {name}"
@@ -332,6 +337,7 @@ def fmt_bandwidth(bandwidth, *, unit="GB/s", digits=6):
                          f"has no direction); got {bandwidth!r}")
     factors = {"GB/s": GB, "GiB/s": GiB, "Gb/s": Gbit, "TB/s": TB}
     check_choice("unit", unit, factors)
+    check_int("digits", digits, low=1, high=15)
     words = "per direction" if bandwidth.direction == PER_DIRECTION else "bidirectional"
     return f"{fmt_rate(bandwidth.bytes_per_s, unit=unit, digits=digits)} {words}"
 
@@ -344,5 +350,6 @@ def fmt_rate(bytes_per_s, *, unit="GB/s", digits=6):
     """
     factors = {"GB/s": GB, "GiB/s": GiB, "Gb/s": Gbit, "TB/s": TB}
     check_choice("unit", unit, factors)
+    digits = check_int("digits", digits, low=1, high=15)
     v = as_number("bytes_per_s", bytes_per_s, low=0, allow_array=False)
     return f"{_trim(v / factors[unit], digits)} {unit}"

@@ -254,15 +254,18 @@ class _LinkExplorer(_Explorer):
         self.update()
 
     def _on_preset(self, change):
-        self._apply_preset(change["new"])
+        if not self._hold:
+            self._apply_preset(change["new"])
 
     def _on_change(self, change=None):
         if self._hold:
             return
         owner = change["owner"] if change else None
         preset = self.controls["preset"]
-        if owner is not None and owner is not preset and owner is not \
-                self.controls["compare"] and preset.value:
+        if owner is preset:
+            return                                # handled by _on_preset
+        if owner is not None and owner is not self.controls["compare"] \
+                and preset.value:
             self._hold = True
             preset.value = 0                      # edited by hand: now custom
             self._hold = False

@@ -1,0 +1,270 @@
+"""Every public function refuses bad input with a ValueError naming the parameter.
+
+The table below lists, for each public function of the model modules, a set of valid
+keyword arguments and, per parameter, the bad values it must refuse. The meta-tests
+at the bottom fail when a public function (or one of its parameters) is added
+without a row here.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass, field
+
+import pytest
+
+from gpulab import collectives, links, measurements, scaling, specs, units
+from gpulab.units import Bandwidth
+
+MODULES = (units, links, collectives, scaling, specs, measurements)
+
+NAN, INF = float("nan"), float("inf")
+PD = Bandwidth(25e9, "per_direction")
+BD = Bandwidth(50e9, "bidirectional")
+
+# Families of bad values -----------------------------------------------------------
+WRONG_TYPE = ["1", "abc", None, ["a", "b"], True, False]
+NONFINITE = [NAN, INF, -INF]
+NONNEG = [-1.0, -1e-300] + NONFINITE + WRONG_TYPE           # >= 0 required
+POS = [0, 0.0] + NONNEG                                      # > 0 required
+SCALAR_ONLY = [[1.0, 2.0]]                  # an array where a scalar is needed
+FRACTION_OPEN = POS + [1.0001, 2]                            # (0, 1]
+FRACTION_CLOSED = NONNEG + [1.0001, 2]                       # [0, 1]
+
+
+def INT(low, high=None):
+    """Bad values of an integer parameter with range [low, high]."""
+    vals = [low - 1, 2.5, "8", None, ["a"], True, NAN, INF, -INF]
+    if high is not None:
+        vals.append(high + 1)
+    return vals
+
+
+def CHOICE(*extra):
+    return ["no-such-thing", "", None, 3, True, ["x"], *extra]
+
+
+NOT_BANDWIDTH = [None, "450 GB/s per direction", 25e9, True, ["a"]]
+RATE = POS + [BD]          # a per-direction rate: Bandwidth or plain number [B/s]
+
+
+@dataclass
+class Case:
+    func: object
+    valid: dict
+    bad: dict                         # param -> list of bad values
+    xfail: dict = field(default_factory=dict)     # param -> reason (known bugs)
+    exempt: dict = field(default_factory=dict)    # param -> why it is not checked
+
+    @property
+    def name(self):
+        mod = self.func.__module__.rsplit(".", 1)[-1]
+        return f"{mod}.{self.func.__qualname__}"
+
+
+_DIGITS_BUG = ("gpulab/units.py _trim/fmt_*: 'digits' is never validated: digits=None "
+               "or '3' raise TypeError from '10 ** digits', 2.5 or True raise a format "
+               "ValueError not naming 'digits', and -1 is silently accepted")
+_GPU_NAME_BUG = ("gpulab/scaling.py: an unknown GPU name is checked by specs.gpu, "
+                 "whose ValueError says \"name must be one of 'V100', ...\", naming "
+                 "specs.gpu's parameter 'name' instead of this function's parameter")
+_ARRAY_BUG = ("gpulab/links.py link_bandwidth: an array symbol_rate passes lane_rate "
+              "and then float(raw * ...) raises TypeError, not ValueError naming "
+              "symbol_rate")
+_ITER_BUG = ("gpulab/scaling.py growth_table: gpus=3 (not iterable) raises TypeError "
+             "from list(gpus) instead of a ValueError naming 'gpus'")
+_FLAG = "a bool flag; only its truthiness is used (not validated)"
+
+CASES = [
+    # --- units ------------------------------------------------------------------------
+    Case(units.gbit_per_s_to_bytes_per_s, {"gbit_per_s": 400}, {"gbit_per_s": NONNEG}),
+    Case(units.bytes_per_s_to_gbit_per_s, {"bytes_per_s": 5e10},
+         {"bytes_per_s": NONNEG}),
+    Case(units.to_gb, {"n_bytes": 1e9}, {"n_bytes": NONNEG}),
+    Case(units.to_gib, {"n_bytes": 1e9}, {"n_bytes": NONNEG}),
+    Case(units.from_gb, {"gb": 1}, {"gb": NONNEG}),
+    Case(units.from_gib, {"gib": 1}, {"gib": NONNEG}),
+    Case(units.fmt_bytes, {"n_bytes": 1536, "binary": True, "digits": 3},
+         {"n_bytes": NONNEG + SCALAR_ONLY, "digits": [None, "3", -1, 2.5, True]}, exempt={"binary": _FLAG}),
+    Case(units.fmt_time, {"seconds": 1e-3, "digits": 3},
+         {"seconds": NONNEG + SCALAR_ONLY, "digits": [None, "3", -1, 2.5, True]}),
+    Case(units.fmt_bandwidth, {"bandwidth": PD, "unit": "GB/s", "digits": 4},
+         {"bandwidth": NOT_BANDWIDTH, "unit": CHOICE("MB/s", "gb/s"),
+          "digits": [None, "3", -1, 2.5, True]}),
+    Case(units.fmt_rate, {"bytes_per_s": 1e9, "unit": "GB/s", "digits": 4},
+         {"bytes_per_s": NONNEG + SCALAR_ONLY, "unit": CHOICE("MB/s"),
+          "digits": [None, "3", -1, 2.5, True]}),
+    Case(Bandwidth, {"bytes_per_s": 1e9, "direction": "per_direction"},
+         {"bytes_per_s": NONNEG + SCALAR_ONLY,
+          "direction": CHOICE("per direction", "PER_DIRECTION")}),
+    Case(Bandwidth.from_gb_per_s, {"gb_per_s": 1, "direction": "bidirectional"},
+         {"gb_per_s": NONNEG + SCALAR_ONLY, "direction": CHOICE("both")}),
+    Case(Bandwidth.from_gbit_per_s, {"gbit_per_s": 1, "direction": "bidirectional"},
+         {"gbit_per_s": NONNEG + SCALAR_ONLY, "direction": CHOICE("both")}),
+    # --- links ------------------------------------------------------------------------
+    Case(links.lane_rate, {"symbol_rate": 53.125e9, "bits_per_symbol": 2},
+         {"symbol_rate": POS, "bits_per_symbol": INT(1, 8)}),
+    Case(links.link_bandwidth, {"symbol_rate": 53.125e9, "bits_per_symbol": 2,
+                                "lanes_per_direction": 2, "coding_efficiency": 0.9},
+         {"symbol_rate": POS + SCALAR_ONLY, "bits_per_symbol": INT(1, 8),
+          "lanes_per_direction": INT(1, 64),
+          "coding_efficiency": FRACTION_OPEN + SCALAR_ONLY}),
+    Case(links.gpu_bandwidth, {"link": PD, "n_links": 18},
+         {"link": NOT_BANDWIDTH, "n_links": INT(1, 1024)}),
+    Case(links.nvlink_link_bandwidth, {"generation": 4, "raw": False},
+         {"generation": INT(1, 5)}, exempt={"raw": _FLAG}),
+    Case(links.nvlink_gpu_bandwidth, {"generation": 4, "n_links": 18, "raw": False},
+         {"generation": INT(1, 5),
+          "n_links": [v for v in INT(1, 1024) if v is not None]},
+         exempt={"raw": _FLAG}),
+    Case(links.transfer_time, {"message_bytes": 1e6, "latency": 1e-6, "bandwidth": PD},
+         {"message_bytes": NONNEG, "latency": NONNEG, "bandwidth": RATE}),
+    Case(links.effective_bandwidth,
+         {"message_bytes": 1e6, "latency": 1e-6, "bandwidth": PD},
+         {"message_bytes": POS, "latency": NONNEG, "bandwidth": RATE}),
+    Case(links.half_bandwidth_size, {"latency": 1e-6, "bandwidth": PD},
+         {"latency": NONNEG, "bandwidth": RATE}),
+    Case(links.fit_alpha_beta, {"message_bytes": [1e3, 1e6, 1e9],
+                                "times": [1e-6, 2e-6, 4e-5], "weighting": "relative"},
+         {"message_bytes": POS + [[1e3, NAN, 1e9], [1e3, -1e6, 1e9]],
+          "times": POS + [[1e-6, INF, 4e-5]], "weighting": CHOICE("log")}),
+    # --- collectives ------------------------------------------------------------------
+    Case(collectives.ring_allreduce_time, {"message_bytes": 1e9, "n_ranks": 8,
+                                           "bandwidth": PD, "latency": 1e-6},
+         {"message_bytes": NONNEG, "n_ranks": INT(1), "bandwidth": RATE,
+          "latency": NONNEG}),
+    Case(collectives.algbw, {"message_bytes": 1e9, "time": 1e-3},
+         {"message_bytes": NONNEG, "time": POS}),
+    Case(collectives.busbw, {"message_bytes": 1e9, "time": 1e-3, "op": "all_reduce",
+                             "n_ranks": 8},
+         {"message_bytes": NONNEG, "time": POS, "op": CHOICE("allreduce"),
+          "n_ranks": INT(1)}),
+    Case(collectives.busbw_factor, {"op": "all_gather", "n_ranks": 8},
+         {"op": CHOICE("ALL_REDUCE"), "n_ranks": INT(1)}),
+    # --- scaling ----------------------------------------------------------------------
+    Case(scaling.assumption, {"name": "mfu"}, {"name": CHOICE("MFU")}),
+    Case(scaling.assumption_info, {"name": "mfu"}, {"name": CHOICE("MFU")}),
+    Case(scaling.growth, {"from_gpu": "V100", "to_gpu": "H100",
+                          "metric": "fp16_dense_flops"},
+         {"from_gpu": CHOICE("v100"), "to_gpu": CHOICE("H300"),
+          "metric": CHOICE("tflops")}),
+    Case(scaling.growth_table, {"gpus": ["H100"], "baseline": "V100"},
+         {"gpus": ["H100", ["H300"], [None], 3], "baseline": CHOICE("v100")}),
+    Case(scaling.scaling_efficiency, {"compute_time": 1.0, "comm_time": 0.5,
+                                      "overlap": 0.5},
+         {"compute_time": POS, "comm_time": NONNEG, "overlap": FRACTION_CLOSED}),
+    Case(scaling.effective_gpus, {"n_gpus": 8, "compute_time": 1.0, "comm_time": 0.5,
+                                  "overlap": 0.5},
+         {"n_gpus": INT(1), "compute_time": POS, "comm_time": NONNEG,
+          "overlap": FRACTION_CLOSED}),
+    Case(scaling.exposed_comm_share, {"compute_time": 1.0, "comm_time": 0.5,
+                                      "overlap": 0.5},
+         {"compute_time": POS, "comm_time": NONNEG, "overlap": FRACTION_CLOSED}),
+    Case(scaling.data_parallel_step,
+         {"gpu": "H100", "n_gpus": 8, "params": 7e9, "tokens_per_gpu": 4096,
+          "mfu": 0.4, "overlap": 0.0, "latency": 1e-6, "link_efficiency": 0.8,
+          "bandwidth": None},
+         {"gpu": CHOICE("h100"), "n_gpus": INT(1), "params": POS + SCALAR_ONLY,
+          "tokens_per_gpu": POS + SCALAR_ONLY,
+          "mfu": [v for v in FRACTION_OPEN if v is not None] + SCALAR_ONLY,
+          "overlap": FRACTION_CLOSED + SCALAR_ONLY,
+          "latency": [v for v in NONNEG if v is not None] + SCALAR_ONLY,
+          "link_efficiency": [v for v in FRACTION_OPEN if v is not None],
+          "bandwidth": [v for v in NOT_BANDWIDTH if v is not None]
+                       + [BD, Bandwidth(0, "per_direction")]}),
+    Case(scaling.breakeven_tokens_per_gpu,
+         {"gpu": "H100", "n_gpus": 8, "mfu": 0.4, "link_efficiency": 0.8},
+         {"gpu": CHOICE("B100"), "n_gpus": INT(2),
+          "mfu": [v for v in FRACTION_OPEN if v is not None],
+          "link_efficiency": [v for v in FRACTION_OPEN if v is not None]}),
+    # --- specs ------------------------------------------------------------------------
+    Case(specs.nvlink, {"generation": 4}, {"generation": INT(1, 5)}),
+    Case(specs.pcie, {"generation": 5}, {"generation": INT(1, 6)}),
+    Case(specs.gpu, {"name": "H100"}, {"name": CHOICE("h100", " H100")}),
+    Case(specs.nic, {"name": "ConnectX-7"}, {"name": CHOICE("connectx-7", "CX7")}),
+    Case(specs.read_data_text, {"name": "gpus.csv"},
+         {"name": CHOICE("..", "../specs.py", ".hidden", "data/gpus.csv")}),
+    # --- measurements -----------------------------------------------------------------
+    Case(measurements.copy_bandwidth, {"name": "h200_copy_bandwidth"},
+         {"name": CHOICE("../gpus", "a/b", "h200 copy")}),
+    Case(measurements.raw_capture, {"run": "h200-x2-2026-11-30",
+                                    "filename": "topo-m.txt"},
+         {"run": [None, 3, True, "..", "../x", ".git", ["x"]],
+          "filename": [None, 3, True, "..", "a/b", ".hidden", ["x"]]}),
+    Case(measurements.parse_nvlink_status,
+         {"text": "GPU 0: NVIDIA H200\n\t Link 0: 26.562 GB/s\n"},
+         {"text": [None, 3, 2.5, True, b"GPU 0: x", ["GPU 0: x"]]}),
+]
+
+#: Public functions with no parameters (nothing to refuse).
+NO_ARGS = {specs.nvlink_generations, specs.pcie_generations, specs.gpus,
+           specs.gpu_names, specs.nics}
+
+
+def _bad_params():
+    for case in CASES:
+        for param, values in case.bad.items():
+            for v in values:
+                marks = []
+                reason = case.xfail.get((param, repr(v))) or case.xfail.get(param)
+                if reason:
+                    marks.append(pytest.mark.xfail(strict=True, reason=reason))
+                yield pytest.param(case, param, v, marks=marks,
+                                   id=f"{case.name}-{param}-{v!r}"[:90])
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_valid_kwargs_work(case):
+    """Sanity: the valid call succeeds, so a refusal below is due to the bad value."""
+    case.func(**case.valid)
+
+
+@pytest.mark.parametrize("case, param, value", list(_bad_params()))
+def test_bad_input_raises_value_error_naming_parameter(case, param, value):
+    kwargs = {**case.valid, param: value}
+    with pytest.raises(ValueError) as info:
+        case.func(**kwargs)
+    assert re.search(rf"\b{re.escape(param)}\b", str(info.value)), (
+        f"{case.name}({param}={value!r}) raised {info.value!r}, which does not name "
+        f"{param!r}")
+
+
+# --- meta-tests: the table covers the API ---------------------------------------------
+def _public_functions():
+    for mod in MODULES:
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if inspect.isfunction(obj):
+                yield mod, name, obj
+
+
+def test_every_public_function_is_in_the_table():
+    covered = {c.func for c in CASES} | NO_ARGS
+    missing = [f"{m.__name__}.{n}" for m, n, f in _public_functions()
+               if f not in covered]
+    assert not missing, f"public functions without a bad-input row: {missing}"
+
+
+def test_no_args_functions_really_have_no_parameters():
+    for f in NO_ARGS:
+        assert not inspect.signature(f).parameters, f
+
+
+def test_every_parameter_is_covered_or_exempt():
+    problems = []
+    for case in CASES:
+        params = [p for p in inspect.signature(case.func).parameters
+                  if p not in ("self", "cls")]
+        for p in params:
+            if p not in case.bad and p not in case.exempt:
+                problems.append(f"{case.name}: parameter {p!r} has no bad values")
+        for p in list(case.bad) + list(case.exempt) + list(case.valid):
+            if p not in params:
+                problems.append(f"{case.name}: table names unknown parameter {p!r}")
+    assert not problems, problems
+
+
+def test_table_is_not_trivial():
+    n = sum(len(v) for c in CASES for v in c.bad.values())
+    assert n > 300
+    assert len([f for _, _, f in _public_functions()]) >= 35

@@ -1,0 +1,208 @@
+"""Hardware data: CSV schema, spec-derived oracles, loaders."""
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import fractions
+import io
+
+import pytest
+
+from gpulab import links, specs, units
+
+# Oracles from the vendor documents (NVIDIA P100/V100/A100/H100 whitepapers, Blackwell
+# brief; PCI-SIG base specs). They are deliberately literal here: tests are where the
+# spec-derived oracles live, and the data files must agree with them.
+NVLINK_GPU_BIDIR_GB_PER_S = {1: 160, 2: 300, 3: 600, 4: 900, 5: 1800}
+NVLINK4_RAW_LINK_GB_PER_S = 26.5625          # 53.125 GBd x PAM4 x 2 lanes / 8
+PCIE5_X16_PER_DIRECTION = 32e9 * 16 * 128 / 130 / 8   # [B/s]
+
+KEYS = {"nvlink.csv": "generation", "pcie.csv": "generation", "gpus.csv": "name",
+        "nics.csv": "name"}
+NUMERIC = {
+    "nvlink.csv": ["generation", "year", "bits_per_symbol", "symbol_rate_gbaud",
+                   "lanes_per_direction", "nominal_link_gb_per_s", "links_per_gpu",
+                   "nvidia_smi_link_gb_per_s"],
+    "pcie.csv": ["generation", "year", "transfer_rate_gt_per_s"],
+    "gpus.csv": ["year", "fp16_dense_tflops", "fp8_dense_tflops", "memory_gb",
+                 "memory_bandwidth_gb_per_s", "nvlink_generation", "nvlink_links",
+                 "pcie_generation"],
+    "nics.csv": ["year", "line_rate_gbit_per_s", "ports"],
+}
+OPTIONAL = {"nvidia_smi_link_gb_per_s", "fp8_dense_tflops"}
+EFFICIENCY = {"nvlink.csv": "coding_efficiency", "pcie.csv": "encoding_efficiency"}
+
+
+def _rows(name):
+    return list(csv.DictReader(io.StringIO(specs.read_data_text(name))))
+
+
+# --- schema ---------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(KEYS))
+def test_every_row_has_source_and_iso_date(name):
+    rows = _rows(name)
+    assert rows
+    for r in rows:
+        assert r["source"].strip(), r
+        d = dt.date.fromisoformat(r["accessed"])        # raises if not ISO
+        assert r["accessed"] == d.isoformat()
+        assert dt.date(2015, 1, 1) <= d <= dt.date(2030, 1, 1)
+        assert None not in r, f"row has more fields than the header: {r}"
+        assert all(v is not None for v in r.values()), f"row is short: {r}"
+
+
+@pytest.mark.parametrize("name", sorted(KEYS))
+def test_no_duplicate_keys(name):
+    keys = [r[KEYS[name]] for r in _rows(name)]
+    assert len(keys) == len(set(keys))
+
+
+@pytest.mark.parametrize("name", sorted(NUMERIC))
+def test_numeric_columns_positive(name):
+    for r in _rows(name):
+        for col in NUMERIC[name]:
+            if col in OPTIONAL and r[col] == "":
+                continue
+            assert float(r[col]) > 0, (name, col, r[col])
+
+
+@pytest.mark.parametrize("name", sorted(EFFICIENCY))
+def test_coding_efficiency_in_unit_interval(name):
+    for r in _rows(name):
+        eta = float(fractions.Fraction(r[EFFICIENCY[name]]))
+        assert 0 < eta <= 1, r
+
+
+def test_nvlink_directions_and_modulation_valid():
+    for r in _rows("nvlink.csv"):
+        assert r["nominal_link_direction"] in units.DIRECTIONS
+        bits = {"NRZ": 1, "PAM4": 2}[r["modulation"]]
+        assert int(r["bits_per_symbol"]) == bits
+
+
+def test_nic_directions_valid():
+    for r in _rows("nics.csv"):
+        assert r["direction"] in units.DIRECTIONS
+
+
+def test_nic_oracles():
+    # Ethernet / InfiniBand port rates are per direction: 400 Gb/s = 50 GB/s
+    cx7 = specs.nic("ConnectX-7")
+    assert cx7.line_rate.direction == units.PER_DIRECTION
+    assert cx7.line_rate.gb_per_s == pytest.approx(50.0, rel=1e-12)
+    assert specs.nic("ConnectX-8").line_rate.gbit_per_s == pytest.approx(800.0)
+    # one ConnectX-7 is a ninth of an H100's NVLink per direction
+    assert links.nvlink_gpu_bandwidth(4) / cx7.line_rate == pytest.approx(9.0)
+    assert [n.name for n in specs.nics()] == ["ConnectX-7", "ConnectX-8"]
+
+
+def test_gpu_foreign_keys_exist():
+    gens = {g.generation for g in specs.nvlink_generations()}
+    pcie = {g.generation for g in specs.pcie_generations()}
+    for g in specs.gpus():
+        assert g.nvlink_generation in gens and g.pcie_generation in pcie
+        assert g.nvlink_links <= g.nvlink.links_per_gpu
+
+
+def test_generations_are_contiguous_and_sorted():
+    assert [g.generation for g in specs.nvlink_generations()] == [1, 2, 3, 4, 5]
+    assert [g.generation for g in specs.pcie_generations()] == [1, 2, 3, 4, 5, 6]
+    years = [g.year for g in specs.nvlink_generations()]
+    assert years == sorted(years)
+    rates = [g.transfer_rate_gt_per_s for g in specs.pcie_generations()]
+    assert rates == [2.5, 5, 8, 16, 32, 64]        # GT/s per lane, PCI-SIG
+
+
+# --- oracles --------------------------------------------------------------------------
+@pytest.mark.parametrize("gen, total", sorted(NVLINK_GPU_BIDIR_GB_PER_S.items()))
+def test_nvlink_per_gpu_bidirectional(gen, total):
+    bw = links.nvlink_gpu_bandwidth(gen)
+    assert bw.direction == units.PER_DIRECTION
+    assert bw.to_bidirectional().gb_per_s == pytest.approx(total, rel=1e-12)
+    # and the data's nominal per-link figure times the links agrees with the SerDes
+    g = specs.nvlink(gen)
+    nominal = g.nominal_link_bandwidth.to_bidirectional() * g.links_per_gpu
+    assert nominal.gb_per_s == pytest.approx(total, rel=1e-12)
+
+
+def test_nvlink4_raw_link_rate():
+    assert links.nvlink_link_bandwidth(4, raw=True).gb_per_s == pytest.approx(
+        NVLINK4_RAW_LINK_GB_PER_S, rel=1e-12)
+    g = specs.nvlink(4)
+    assert (g.symbol_rate, g.bits_per_symbol, g.lanes_per_direction) == (53.125e9, 2, 2)
+    assert g.modulation == "PAM4"
+    # nvidia-smi prints the raw rate rounded to 3 decimals
+    assert g.nvidia_smi_link_gb_per_s == pytest.approx(NVLINK4_RAW_LINK_GB_PER_S,
+                                                       abs=5e-4)
+
+
+def test_nominal_link_bandwidth_is_a_bandwidth():
+    for g in specs.nvlink_generations():
+        assert isinstance(g.nominal_link_bandwidth, units.Bandwidth)
+    assert specs.nvlink(4).nominal_link_bandwidth.to_per_direction().gb_per_s == 25.0
+
+
+def test_pcie_gen5_x16_per_direction():
+    g = specs.pcie(5)
+    per_dir = g.transfer_rate_gt_per_s * 1e9 * 16 * g.encoding_efficiency / 8
+    assert per_dir == pytest.approx(PCIE5_X16_PER_DIRECTION, rel=1e-12)
+    assert per_dir / 1e9 == pytest.approx(63.015, abs=1e-3)
+    assert g.encoding == "128b/130b"
+    assert specs.pcie(1).encoding_efficiency == 0.8
+
+
+def test_gpu_like_for_like_ratios():
+    v100, h100 = specs.gpu("V100"), specs.gpu("H100")
+    assert h100.fp16_dense_flops / v100.fp16_dense_flops == pytest.approx(7.9, abs=0.05)
+    assert h100.fp8_dense_flops / v100.fp16_dense_flops == pytest.approx(15.8, abs=0.1)
+    assert v100.fp8_dense_flops is None
+
+
+def test_gpu_record_units():
+    h200 = specs.gpu("H200")
+    assert h200.memory_bytes == 141e9
+    assert h200.memory_bandwidth == 4.8e12
+    assert h200.fp16_dense_flops == pytest.approx(989.4e12)
+    assert h200.nvlink.generation == 4
+    assert specs.gpu_names() == [g.name for g in specs.gpus()]
+    assert specs.gpu_names()[:3] == ["V100", "A100", "H100"]
+
+
+# --- loaders --------------------------------------------------------------------------
+def test_loaders_return_cached_objects():
+    assert specs.nvlink(4) is specs.nvlink(4)
+    assert specs.pcie(5) is specs.pcie(5)
+    assert specs.gpu("H100") is specs.gpu("H100")
+    assert specs.nvlink_generations()[3] is specs.nvlink(4)
+    assert specs.gpus()[0] is specs.gpu("V100")
+    assert specs.nics()[0] is specs.nic("ConnectX-7")
+    before = specs._gpu_table.cache_info().misses
+    specs.gpus()
+    specs.gpu("A100")
+    assert specs._gpu_table.cache_info().misses == before
+
+
+def test_list_loaders_return_fresh_lists():
+    a = specs.gpus()
+    a.clear()
+    assert specs.gpus()
+
+
+@pytest.mark.parametrize("call, param", [
+    (lambda: specs.nvlink(6), "generation"),
+    (lambda: specs.nvlink(0), "generation"),
+    (lambda: specs.pcie(7), "generation"),
+    (lambda: specs.gpu("H300"), "name"),
+    (lambda: specs.gpu("h100"), "name"),
+    (lambda: specs.nic("ConnectX-9"), "name"),
+    (lambda: specs.read_data_text("nope.csv"), "name"),
+    (lambda: specs.read_data_text("../specs.py"), "name"),
+    (lambda: specs.read_data_text(".hidden"), "name"),
+])
+def test_unknown_names_raise_value_error_naming_parameter(call, param):
+    with pytest.raises(ValueError, match=param):
+        call()
+
+
+def test_read_data_text_reads_package_data():
+    assert specs.read_data_text("nvlink.csv").startswith("generation,")
