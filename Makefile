@@ -1,0 +1,123 @@
+# Build, test and run the course.  `make help` lists the targets.
+#   make book       build the HTML book into _build/html (offline-capable, -W)
+#   make test       book + unit tests/doctests + nbval on every notebook + browser tests
+#   make lab        JupyterLab on labs/ at http://localhost:8888/lab
+#   make clean      remove build outputs and caches (make distclean: also .venv and _vendor)
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-builtin-rules
+
+PYTHON    ?= python3
+VENV      ?= .venv
+BIN       := $(VENV)/bin
+STAMP     := $(VENV)/.gpulab-install.stamp
+LAB_PORT  ?= 8888
+LAB_ARGS  ?= $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+PYTEST    := $(BIN)/python -m pytest
+SUDO      := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.d/gpulab-course.json
+
+export PATH := $(abspath $(BIN)):$(PATH)
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+# ---- notebooks executed by nbval -------------------------------------------------------
+# Directories nbval collects (*.ipynb, and MyST .md notebooks via the root conftest.py),
+# minus the entries of labs/ignore_testing ("path/relative/to/repo  # reason", one a line).
+# tests/test_notebook_set.py collects with exactly these arguments (`make print-nbval-args`)
+# and fails if any notebook in the repository is not collected.
+NBVAL_PATHS       := labs book
+NBVAL_IGNORE_FILE := labs/ignore_testing
+NBVAL_IGNORES      = $(shell if [ -f $(NBVAL_IGNORE_FILE) ]; then sed -e 's/\#.*//' $(NBVAL_IGNORE_FILE) | awk 'NF {print "--ignore=" $$1}'; fi)
+NBVAL_ARGS         = --nbval-lax --nbval-current-env --nbval-sanitize-with labs/nbval_sanitize.cfg $(NBVAL_IGNORES) $(NBVAL_PATHS)
+
+.PHONY: help venv chromium vendor book test test-unit test-notebooks test-browser lab \
+        clean distclean print-nbval-args
+
+help:
+	@echo "make book       build the book into _build/html (creates .venv if needed)"
+	@echo "make test       build the book, then run all tests (what CI runs: .ci/run)"
+	@echo "make lab        JupyterLab on labs/ at http://localhost:$(LAB_PORT)/lab"
+	@echo "make clean      remove _build, caches; make distclean also removes .venv and _vendor"
+
+# ---- environment ------------------------------------------------------------------------
+venv: $(STAMP) $(LAB_OVERRIDES)
+
+$(STAMP): requirements.txt pyproject.toml
+	@if [ ! -x $(BIN)/python ]; then echo "==> creating virtual environment $(VENV)"; $(PYTHON) -m venv $(VENV); fi
+	@echo "==> installing requirements.txt and gpulab (editable) into $(VENV)"
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	@touch $@
+
+# JupyterLab setting: open MyST .md notebooks as notebooks (jupytext), not as text.
+$(LAB_OVERRIDES): jupyter/overrides.json $(STAMP)
+	@mkdir -p $(@D)
+	@cp jupyter/overrides.json $@
+
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  echo "==> installing chromium (apt-get)"; \
+	  $(SUDO) apt-get update -qq; \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+vendor:
+	@echo "==> vendoring MathJax and ipywidgets JS into _vendor/"
+	@bash scripts/vendor_js.sh
+
+# ---- book -------------------------------------------------------------------------------
+book: venv chromium vendor
+	@# Sphinx copies html_extra_path only when some page is rewritten: start afresh when the
+	@# vendored JS changed (executed notebooks stay cached in .jupyter_cache).
+	@if [ -d _build/html ] && ! cmp -s _vendor/VERSIONS _build/html/VERSIONS; then \
+	  echo "==> vendored JS changed: removing _build/html"; rm -rf _build/html _build/.doctrees; fi
+	@echo "==> building book (jupyter-book build -W -n --keep-going .)"
+	@start=$$(date +%s); \
+	$(BIN)/jupyter-book build -W -n --keep-going . ; \
+	echo "==> book built in $$(( $$(date +%s) - start )) s"
+	@echo "Open _build/html/index.html"
+
+# ---- tests ------------------------------------------------------------------------------
+# All three suites run even if one fails; the target fails if any did.
+# GPULAB_REQUIRE_BOOK=1 turns "book not built / lab missing" skips into failures.
+test: book
+	@status=0; failed=""; start=$$(date +%s); \
+	echo "==> [1/3] unit tests and doctests: pytest tests/ --doctest-modules gpulab"; \
+	$(MAKE) --no-print-directory test-unit || { status=1; failed="$$failed unit"; }; \
+	echo "==> [2/3] notebooks: pytest --nbval-lax $(NBVAL_PATHS)"; \
+	$(MAKE) --no-print-directory test-notebooks || { status=1; failed="$$failed notebooks"; }; \
+	echo "==> [3/3] browser: built book and JupyterLab in headless Chromium"; \
+	$(MAKE) --no-print-directory test-browser || { status=1; failed="$$failed browser"; }; \
+	echo "==> tests finished in $$(( $$(date +%s) - start )) s"; \
+	if [ $$status -ne 0 ]; then echo "==> FAILED:$$failed"; exit 1; fi; \
+	echo "==> all tests passed"
+
+test-unit: venv
+	GPULAB_REQUIRE_BOOK=1 $(PYTEST) tests --doctest-modules gpulab -m "not browser and not jupyterlab"
+
+# GPULAB_LAB_SOLUTIONS=1: the labs' solution cells fill in the answers, so that every
+# "✓ check" cell really checks (students run without it and see "not attempted yet").
+test-notebooks: venv
+	GPULAB_REQUIRE_BOOK=1 GPULAB_LAB_SOLUTIONS=1 $(PYTEST) $(NBVAL_ARGS)
+
+test-browser: venv chromium
+	GPULAB_REQUIRE_BOOK=1 $(PYTEST) tests -m "browser or jupyterlab"
+
+print-nbval-args:
+	@echo $(NBVAL_ARGS)
+
+# ---- JupyterLab -------------------------------------------------------------------------
+lab: venv
+	@echo "==> starting JupyterLab on labs/ at http://localhost:$(LAB_PORT)/lab (Ctrl+C to stop)"
+	$(BIN)/python -m jupyterlab --no-browser --port=$(LAB_PORT) --ServerApp.root_dir=labs $(LAB_ARGS)
+
+# ---- cleaning ---------------------------------------------------------------------------
+clean:
+	@echo "==> removing build outputs and caches"
+	rm -rf _build .jupyter_cache .pytest_cache .hypothesis
+	find . -path ./.venv -prune -o -type d \( -name __pycache__ -o -name .ipynb_checkpoints \) -print0 | xargs -0 rm -rf
+
+distclean: clean
+	rm -rf $(VENV) _vendor node_modules

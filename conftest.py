@@ -1,0 +1,43 @@
+"""Root pytest configuration: let nbval run MyST Markdown notebooks (jupytext ``.md``).
+
+nbval 0.11 only collects ``*.ipynb``. A ``.md`` file whose YAML header declares
+``format_name: myst`` and a ``kernelspec`` is collected as a notebook too, read through
+jupytext, when ``--nbval`` or ``--nbval-lax`` is given. Recipe: toolchain guide section 3.
+``tests/test_notebook_set.py`` uses :func:`is_myst_notebook` to decide what a notebook is.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from unittest import mock
+
+
+def is_myst_notebook(path) -> bool:
+    """Return True if ``path`` is a MyST Markdown notebook (jupytext header + kernelspec)."""
+    path = Path(path)
+    if path.suffix != ".md" or not path.is_file():
+        return False
+    head = path.read_text(encoding="utf-8", errors="replace")[:4000]
+    if not head.startswith("---"):
+        return False
+    header = head.split("\n---", 1)[0]
+    return "format_name: myst" in header and "kernelspec" in header
+
+
+def pytest_collect_file(file_path, parent):
+    opt = parent.config.option
+    if not (getattr(opt, "nbval", False) or getattr(opt, "nbval_lax", False)):
+        return None
+    if not is_myst_notebook(file_path):
+        return None
+    import jupytext
+    import nbval.plugin as nbval_plugin
+
+    class MystNotebookFile(nbval_plugin.IPyNbFile):
+        def collect(self):
+            def _read(fp, as_version=4, **kw):
+                return jupytext.read(fp, fmt="md:myst")
+
+            with mock.patch.object(nbval_plugin.nbformat, "read", _read):
+                yield from super().collect()
+
+    return MystNotebookFile.from_parent(parent, path=file_path)
