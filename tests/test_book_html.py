@@ -32,7 +32,7 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 
-NON_CHAPTER_PARTS = {"Course", "Reference"}
+NON_CHAPTER_PARTS = {"Start here", "Reference"}
 SCREENSHOTS = ROOT / "_build" / "screenshots" / "book"
 # html-manager 1.x asks for font-awesome files relative to the page (toolchain guide, §2);
 # sliders do not need them, so these 404s are tolerated.
