@@ -298,15 +298,19 @@ class _LinkExplorer(_Explorer):
         self.summary.value = "<br>".join(lines)
 
 
-def link_explorer(generation=4, *, compare="900 GB/s bidirectional"):
+def link_explorer(generation=4, *, compare=None):
     """NVLink calculator: modulation, symbol rate, lanes, coding and links -> GB/s.
 
     Calls :func:`gpulab.links.link_bandwidth` and :func:`gpulab.links.gpu_bandwidth`
     with SI values (baud, not GBd). ``generation`` picks the starting preset
-    (0 for custom); ``compare`` is a spec figure to check against the result.
+    (0 for custom); ``compare`` is a spec figure to check against the result
+    (default: the preset's spec-sheet total, e.g. "900 GB/s bidirectional").
     """
     if generation:
         specs.nvlink(generation)
+    if compare is None:
+        total = links.nvlink_gpu_bandwidth(generation or 4).to_bidirectional()
+        compare = f"{total.gb_per_s:g} GB/s bidirectional"
     return _LinkExplorer(generation, compare)
 
 
