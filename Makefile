@@ -84,7 +84,7 @@ book: venv chromium vendor
 # GPULAB_REQUIRE_BOOK=1 turns "book not built / lab missing" skips into failures.
 test: book
 	@status=0; failed=""; start=$$(date +%s); \
-	echo "==> [1/3] unit tests and doctests: pytest tests/ --doctest-modules gpulab"; \
+	echo "==> [1/3] lint, unit tests and doctests: ruff; pytest tests/ --doctest-modules gpulab"; \
 	$(MAKE) --no-print-directory test-unit || { status=1; failed="$$failed unit"; }; \
 	echo "==> [2/3] notebooks: pytest --nbval-lax $(NBVAL_PATHS)"; \
 	$(MAKE) --no-print-directory test-notebooks || { status=1; failed="$$failed notebooks"; }; \
@@ -95,6 +95,7 @@ test: book
 	echo "==> all tests passed"
 
 test-unit: venv
+	$(BIN)/ruff check gpulab tests benchmarks conftest.py
 	GPULAB_REQUIRE_BOOK=1 $(PYTEST) tests --doctest-modules gpulab -m "not browser and not jupyterlab"
 
 # GPULAB_LAB_SOLUTIONS=1: the labs' solution cells fill in the answers, so that every
