@@ -16,15 +16,20 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib
 import json
 import sys
 
 from . import __version__, links, measurements, specs, units
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "emit"]
+
+#: Modules (in gpulab) that add subcommands: see build_parser.
+_EXTENSIONS = ("cli_topo", "cli_predict")
 
 
-def _emit(rows, fmt, out):
+def emit(rows, fmt, out):
+    """Write ``rows`` (list of dicts) as an aligned table, CSV or JSON."""
     if not rows:
         return
     cols = list(rows[0])
@@ -88,7 +93,7 @@ def _specs_rows(table, with_source):
 
 
 def _cmd_specs(args, out):
-    _emit(_specs_rows(args.table, args.sources or args.format != "table"),
+    emit(_specs_rows(args.table, args.sources or args.format != "table"),
           args.format, out)
     return 0
 
@@ -115,7 +120,7 @@ def _cmd_link(args, out):
             {"quantity": f"GPU ({n_links} links)", "value": units.fmt_bandwidth(gpu)},
             {"quantity": f"GPU ({n_links} links)",
              "value": units.fmt_bandwidth(gpu.to_bidirectional())}]
-    _emit(rows, args.format, out)
+    emit(rows, args.format, out)
     return 0
 
 
@@ -133,7 +138,7 @@ def _cmd_nvlink_status(args, out):
                      "links_total": len(rates),
                      "per_link_GBps": f"{active[0] / units.GB:g}" if active else "-",
                      "sum_GBps_per_direction": f"{sum(active) / units.GB:.1f}"})
-    _emit(rows, args.format, out)
+    emit(rows, args.format, out)
     return 0
 
 
@@ -170,6 +175,11 @@ def build_parser():
     s.add_argument("file", help="file with the command's output")
     s.add_argument("--format", **fmt)
     s.set_defaults(func=_cmd_nvlink_status)
+
+    # Subcommands of later chapters live in their own modules, each with
+    # ``register(subparsers, fmt)`` that adds parsers with ``func(args, out)``.
+    for name in _EXTENSIONS:
+        importlib.import_module(f".{name}", __package__).register(sub, fmt)
     return p
 
 
