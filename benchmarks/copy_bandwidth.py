@@ -7,6 +7,8 @@ Measures, over a sweep of sizes, one direction at a time unless stated:
 * ``p2p``: GPU 0 -> GPU 1 (NVLink when present, else PCIe P2P or host staging).
 * ``p2p_bidir``: GPU 0 -> GPU 1 and GPU 1 -> GPU 0 at the same time; bytes
   counted in both directions.
+* ``p2p_via_host``: GPU 0 -> pinned host buffer -> GPU 1, one after the other
+  (what a transport without peer-to-peer access does).
 
 Writes a CSV (``size_bytes,kind,time_us,bandwidth_GBps``, GB = 1e9 bytes) on
 stdout and progress on stderr. Timing: CUDA events around ``iters`` copies
@@ -97,7 +99,21 @@ def main(argv=None):
                 with torch.cuda.stream(s1b), torch.cuda.stream(s0b):
                     dst0.copy_(src1, non_blocking=True)
 
+            def p2p_via_host():
+                # what a transport without P2P does: stage through pinned host memory
+                with torch.cuda.stream(s0):
+                    pinned.copy_(dev0, non_blocking=True)
+                    staged = torch.cuda.Event()
+                    staged.record(s0)
+                s1a.wait_event(staged)
+                with torch.cuda.stream(s1a):
+                    dev1.copy_(pinned, non_blocking=True)
+                    done = torch.cuda.Event()
+                    done.record(s1a)
+                s0.wait_event(done)
+
             cases["p2p"] = (p2p, [s0, s1a], 1)
+            cases["p2p_via_host"] = (p2p_via_host, [s0, s1a], 1)
             cases["p2p_bidir"] = (p2p_bidir, [s0, s1a, s0b, s1b], 2)
         for kind, (fn, streams, mult) in cases.items():
             def run():

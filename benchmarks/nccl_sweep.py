@@ -1,0 +1,157 @@
+"""Collective sweep over NCCL with torch.distributed, reported like nccl-tests.
+
+Run on a GPU machine, one process per GPU::
+
+    torchrun --nproc_per_node 2 benchmarks/nccl_sweep.py -b 8 -e 1G -f 2 \
+        --ops all_reduce,all_gather,reduce_scatter,alltoall,sendrecv --csv out.csv
+
+Sizes follow nccl-tests: ``size`` is the full buffer of the collective (for
+all_gather the gathered output, for reduce_scatter the input, for alltoall each
+rank's buffer, for sendrecv what each rank sends). ``algbw = size / time`` and
+``busbw = algbw * factor`` with nccl-tests' factors (all_reduce 2(n-1)/n,
+all_gather / reduce_scatter / alltoall (n-1)/n, sendrecv 1). Times are the mean
+of ``-n`` back-to-back calls after ``-w`` warm-ups, measured with CUDA events,
+then the maximum over ranks. The all_reduce result is checked (sum of ranks).
+
+Progress goes to stderr; rank 0 prints an nccl-tests-style table to stdout and
+writes the CSV atomically. NCCL_NVLS_ENABLE=0 is forced (NVLink multicast off).
+This is the seed of ``gpulab bench``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+
+os.environ["NCCL_NVLS_ENABLE"] = "0"
+
+
+def parse_size(text):
+    mult = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}
+    text = text.strip().upper()
+    if text and text[-1] in mult:
+        return int(float(text[:-1]) * mult[text[-1]])
+    return int(text)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("-b", "--min-bytes", default="8")
+    p.add_argument("-e", "--max-bytes", default="1G")
+    p.add_argument("-f", "--factor", type=int, default=2)
+    p.add_argument("-w", "--warmup", type=int, default=5)
+    p.add_argument("-n", "--iters", type=int, default=20)
+    p.add_argument("--ops", default="all_reduce,all_gather,reduce_scatter,alltoall,"
+                   "sendrecv")
+    p.add_argument("--csv", default=None)
+    p.add_argument("--label", default="")
+    args = p.parse_args(argv)
+
+    import torch
+    import torch.distributed as dist
+
+    if not torch.cuda.is_available():
+        sys.exit("no CUDA device visible")
+    rank = int(os.environ.get("RANK", 0))
+    world = int(os.environ.get("WORLD_SIZE", 1))
+    local = int(os.environ.get("LOCAL_RANK", 0))
+    torch.cuda.set_device(local)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    n = world
+    factors = {"all_reduce": 2 * (n - 1) / n, "all_gather": (n - 1) / n,
+               "reduce_scatter": (n - 1) / n, "alltoall": (n - 1) / n,
+               "sendrecv": 1.0, "broadcast": 1.0}
+    sizes = []
+    s = parse_size(args.min_bytes)
+    while s <= parse_size(args.max_bytes):
+        sizes.append(s)
+        s *= args.factor
+    ops = [o for o in args.ops.split(",") if o]
+    rows = []
+    dtype = torch.float32
+    for op in ops:
+        if rank == 0:
+            print(f"# {op}  ranks {n}  {args.label}", file=sys.stderr, flush=True)
+            print(f"#\n# {op}: nranks {n} {args.label}\n#{'size':>12} {'count':>12} "
+                  f"{'type':>6} {'time(us)':>10} {'algbw':>8} {'busbw':>8} {'#wrong':>6}")
+        for size in sizes:
+            count = max(size // 4, 1)
+            per = max(count // n, 1)
+            if op == "all_reduce":
+                buf = torch.full((count,), float(rank + 1), dtype=dtype, device="cuda")
+                def fn(buf=buf):
+                    dist.all_reduce(buf)
+            elif op == "all_gather":
+                inp = torch.ones(per, dtype=dtype, device="cuda")
+                out = torch.empty(per * n, dtype=dtype, device="cuda")
+                def fn(inp=inp, out=out):
+                    dist.all_gather_into_tensor(out, inp)
+            elif op == "reduce_scatter":
+                inp = torch.ones(per * n, dtype=dtype, device="cuda")
+                out = torch.empty(per, dtype=dtype, device="cuda")
+                def fn(inp=inp, out=out):
+                    dist.reduce_scatter_tensor(out, inp)
+            elif op == "alltoall":
+                inp = torch.ones(per * n, dtype=dtype, device="cuda")
+                out = torch.empty(per * n, dtype=dtype, device="cuda")
+                def fn(inp=inp, out=out):
+                    dist.all_to_all_single(out, inp)
+            elif op == "sendrecv":
+                snd = torch.ones(count, dtype=dtype, device="cuda")
+                rcv = torch.empty(count, dtype=dtype, device="cuda")
+                nxt, prv = (rank + 1) % n, (rank - 1) % n
+                def fn(snd=snd, rcv=rcv, nxt=nxt, prv=prv):
+                    reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, snd, nxt),
+                                                   dist.P2POp(dist.irecv, rcv, prv)])
+                    for r in reqs:
+                        r.wait()
+            elif op == "broadcast":
+                buf = torch.ones(count, dtype=dtype, device="cuda")
+                def fn(buf=buf):
+                    dist.broadcast(buf, 0)
+            else:
+                sys.exit(f"unknown op {op}")
+            for _ in range(args.warmup):
+                fn()
+            torch.cuda.synchronize()
+            dist.barrier()
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(args.iters):
+                fn()
+            end.record()
+            end.synchronize()
+            t = torch.tensor([start.elapsed_time(end) / 1e3 / args.iters],
+                             device="cuda")
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            t = float(t.item())
+            wrong = 0
+            if op == "all_reduce":
+                buf.fill_(float(rank + 1))
+                dist.all_reduce(buf)
+                wrong = int((buf != n * (n + 1) / 2).sum().item())
+            chunked = op in ("all_gather", "reduce_scatter", "alltoall")
+            nbytes = (per * n if chunked else count) * 4
+            algbw = nbytes / t / 1e9
+            busbw = algbw * factors[op]
+            if rank == 0:
+                print(f" {nbytes:>12} {nbytes // 4:>12} {'float':>6} {t * 1e6:>10.2f} "
+                      f"{algbw:>8.2f} {busbw:>8.2f} {wrong:>6}", flush=True)
+                rows.append((op, n, nbytes, t * 1e6, algbw, busbw, wrong))
+    if rank == 0 and args.csv:
+        d = os.path.dirname(os.path.abspath(args.csv))
+        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            fh.write("collective,n_ranks,size_bytes,time_us,algbw_GBps,busbw_GBps,"
+                     "wrong,label\n")
+            for r in rows:
+                fh.write(f"{r[0]},{r[1]},{r[2]},{r[3]:.3f},{r[4]:.4f},{r[5]:.4f},"
+                         f"{r[6]},{args.label}\n")
+        os.replace(tmp, args.csv)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
