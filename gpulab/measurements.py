@@ -9,8 +9,10 @@ Examples
 >>> run = measurements.copy_bandwidth("h200_copy_bandwidth")
 >>> run.machine
 '2x H200 SXM 141GB, NVLink4 (NV18), PCIe Gen5 x16'
->>> sorted(run.kinds)
+>>> sorted(run.kinds)[:5]
 ['d2h_pageable', 'd2h_pinned', 'h2d_pageable', 'h2d_pinned', 'p2p']
+>>> run.peak("p2p_bidir").direction
+'bidirectional'
 >>> status = measurements.parse_nvlink_status(
 ...     measurements.raw_capture("h200-x2-2026-11-30", "nvlink-status.txt"))
 >>> len(status[0]), status[0][0] / 1e9
@@ -54,10 +56,16 @@ class CopyRun:
     times: dict = field(default_factory=dict)
 
     def peak(self, kind):
-        """Highest measured per-direction bandwidth of ``kind``. [B/s]"""
+        """Highest measured bandwidth of ``kind``.
+
+        Per direction, except for ``*_bidir`` kinds, which count the bytes of both
+        directions and so return a bidirectional figure.
+        """
         if kind not in self.kinds:
             raise ValueError(f"kind must be one of {sorted(self.kinds)}; got {kind!r}")
-        return units.Bandwidth(float(np.max(self.kinds[kind][1])), units.PER_DIRECTION)
+        direction = units.BIDIRECTIONAL if kind.endswith("_bidir") \
+            else units.PER_DIRECTION
+        return units.Bandwidth(float(np.max(self.kinds[kind][1])), direction)
 
 
 def copy_bandwidth(name="h200_copy_bandwidth"):

@@ -29,7 +29,7 @@ def test_copy_run_provenance(run):
     assert run.driver == "580.159.04"
     assert run.date == "2026-11-30"
     assert sorted(run.kinds) == ["d2h_pageable", "d2h_pinned", "h2d_pageable",
-                                 "h2d_pinned", "p2p"]
+                                 "h2d_pinned", "p2p", "p2p_bidir", "p2p_via_host"]
     assert run is not M.copy_bandwidth()                 # a fresh object per load
     assert M.copy_bandwidth("h200_copy_bandwidth").kinds.keys() == run.kinds.keys()
 
@@ -48,15 +48,17 @@ def test_times_agree_with_bandwidth(run):
         t = run.times[kind]
         assert t.shape == s.shape and np.all(t > 0)
         assert 1e-6 < t.min() < 1e-3                    # a 4 KiB copy: microseconds
-        # both CSV columns are rounded to 3 decimals
-        np.testing.assert_allclose(s / t, bw, rtol=2e-3, atol=1e6)
+        # both CSV columns are rounded to 3 decimals; *_bidir counts both ways
+        both = 2 if kind.endswith("_bidir") else 1
+        np.testing.assert_allclose(both * s / t, bw, rtol=2e-3, atol=1e6)
 
 
 def test_csv_columns_agree_with_each_other():
     rows = list(csv.DictReader(io.StringIO(
         specs.read_data_text("measurements/h200_copy_bandwidth.csv"))))
     for r in rows:
-        gbps = float(r["size_bytes"]) / (float(r["time_us"]) * 1e-6) / 1e9
+        both = 2 if r["kind"].endswith("_bidir") else 1
+        gbps = both * float(r["size_bytes"]) / (float(r["time_us"]) * 1e-6) / 1e9
         # both columns are rounded to 3 decimals
         assert gbps == pytest.approx(float(r["bandwidth_GBps"]), rel=2e-3, abs=1e-3), r
 
@@ -65,7 +67,7 @@ def test_p2p_peak_is_plausible(run):
     peak = run.peak("p2p")
     assert peak.direction == "per_direction"
     assert 300e9 <= peak.bytes_per_s <= 450e9
-    assert peak.gb_per_s == pytest.approx(394.785, abs=1e-6)
+    assert peak.gb_per_s == pytest.approx(394.776, abs=1e-6)
     nominal = links.nvlink_gpu_bandwidth(4)
     assert nominal.bytes_per_s == pytest.approx(NVLINK4_GPU_PER_DIRECTION)
     assert peak < nominal
@@ -87,7 +89,19 @@ def test_pinned_below_pcie_gen5(run):
 
 def test_peak_unknown_kind(run):
     with pytest.raises(ValueError, match="kind"):
-        run.peak("p2p_bidir")
+        run.peak("p2p_tridir")
+
+
+def test_bidirectional_and_host_staged_copies(run):
+    both = run.peak("p2p_bidir")
+    one = run.peak("p2p")
+    assert both.direction == "bidirectional"
+    # both directions at once: close to twice one direction, below the spec total
+    assert 1.8 < both / one.to_bidirectional() * 2 <= 2.0
+    assert both < links.nvlink_gpu_bandwidth(4).to_bidirectional()
+    # staging through host memory is bounded by the PCIe copies it is made of
+    via_host = run.peak("p2p_via_host")
+    assert via_host < run.peak("h2d_pinned") and via_host < run.peak("d2h_pinned")
 
 
 def test_alpha_beta_fit_of_real_p2p(run):
