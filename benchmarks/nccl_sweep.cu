@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#define CUDACHECK(cmd) do { cudaError_t e = cmd; if (e != cudaSuccess) { \
-  fprintf(stderr, "CUDA error %s:%d '%s'\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
+#define CUDACHECK(cmd) do { cudaError_t err_ = cmd; if (err_ != cudaSuccess) { \
+  fprintf(stderr, "CUDA error %s:%d '%s'\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
   exit(1); } } while (0)
 #define NCCLCHECK(cmd) do { ncclResult_t r = cmd; if (r != ncclSuccess) { \
   fprintf(stderr, "NCCL error %s:%d '%s'\n", __FILE__, __LINE__, ncclGetErrorString(r)); \
