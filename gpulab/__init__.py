@@ -14,11 +14,15 @@ from __future__ import annotations
 import importlib
 
 from . import collectives, links, measurements, scaling, specs, units
+from . import pcie, systems  # PCIe chapter: link/protocol/copy model, system presets
+from . import topology  # PCIe chapter: server topology graph, topo -m reader
 
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "units", "specs", "links", "collectives", "scaling",
            "measurements", "plotting", "widgets"]
+__all__ += ["pcie", "systems"]
+__all__ += ["topology"]
 
 
 def __getattr__(name):  # lazy optional layers (PEP 562)

@@ -1,6 +1,103 @@
-"""``gpulab topo FILE``: read `nvidia-smi topo -m` output (PCIe chapter)."""
+"""``gpulab topo FILE``: read `nvidia-smi topo -m` output (PCIe chapter).
+
+For each GPU pair: the path class, whether peer-to-peer DMA is possible and
+why, the transport NCCL would pick, and the bottleneck bandwidth per direction
+(GB = 1e9 bytes) of the graph :mod:`gpulab.topology` builds from the matrix.
+"""
 from __future__ import annotations
+
+import itertools
+
+from . import topology, units
+
+
+def _rows(topo, args):
+    rows = []
+    g = topo.graph
+    for a, b in itertools.combinations(topo.gpus, 2):
+        ok, why = topology.p2p_possible(topo, a, b, acs_enabled=args.acs,
+                                        iommu=args.iommu)
+        transport, nccl_why = topology.nccl_transport(
+            topo, a, b, acs_enabled=args.acs, iommu=args.iommu,
+            p2p_level=args.p2p_level)
+        bw = topology.bottleneck_bandwidth(topo, a, b)
+        rows.append({"pair": f"{g.nodes[a]['label']}-{g.nodes[b]['label']}",
+                     "class": topology.path_class(topo, a, b),
+                     "p2p": "yes" if ok else "no",
+                     "p2p_reason": why,
+                     "nccl_transport": transport,
+                     "nccl_reason": nccl_why,
+                     "bottleneck_GBps_per_direction":
+                         f"{bw.bytes_per_s / units.GB:.1f}"})
+    return rows
+
+
+def _cmd_topo(args, out):
+    from . import cli
+
+    try:
+        with open(args.file, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise ValueError(f"file: cannot read {args.file!r}: {exc.strerror}") from None
+    try:
+        matrix = topology.read_topo_matrix(text)
+        topo = matrix.to_topology(nvlink_generation=args.nvlink_generation,
+                                  pcie_generation=args.pcie_generation,
+                                  lanes=args.lanes)
+    except topology.TopoParseError as exc:
+        raise ValueError(f"{args.file}: line {exc.lineno}: {exc.message}: "
+                         f"{exc.line!r}") from None
+    rows = _rows(topo, args)
+    if args.format != "table":
+        cli.emit(rows, args.format, out)
+        return 0
+    # table: reasons as numbered notes under the table, so rows stay short
+    notes = {}
+    short = []
+    for r in rows:
+        marks = []
+        for key in ("p2p_reason", "nccl_reason"):
+            marks.append(notes.setdefault(r[key], len(notes) + 1))
+        short.append({"pair": r["pair"], "class": r["class"],
+                      "p2p": f"{r['p2p']} [{marks[0]}]",
+                      "nccl_transport": f"{r['nccl_transport']} [{marks[1]}]",
+                      "bottleneck_GBps_per_direction":
+                          r["bottleneck_GBps_per_direction"]})
+    if not short:
+        out.write("no GPU pairs in the matrix (one GPU)\n")
+        return 0
+    cli.emit(short, "table", out)
+    out.write("\n")
+    for text, n in notes.items():
+        out.write(f"[{n}] {text}\n")
+    out.write(f"\nAssumed: NVLink{args.nvlink_generation}, "
+              f"PCIe Gen{args.pcie_generation} x{args.lanes}, "
+              f"ACS P2P redirect {'on' if args.acs else 'off'}, "
+              f"IOMMU {args.iommu}, NCCL_P2P_LEVEL={args.p2p_level}. Bandwidths are "
+              "encoded line rates (GB = 1e9 B), before protocol overhead.\n")
+    return 0
 
 
 def register(sub, fmt):
-    """Add this module's subcommands to the ``gpulab`` parser (none yet)."""
+    """Add ``gpulab topo`` to the ``gpulab`` parser."""
+    s = sub.add_parser(
+        "topo", help="read `nvidia-smi topo -m` output: path classes, P2P, NCCL",
+        description="Read the output of `nvidia-smi topo -m` and print, for each GPU "
+                    "pair, the path class, whether P2P DMA is possible, the transport "
+                    "NCCL would use and the bottleneck bandwidth per direction.")
+    s.add_argument("file", help="file with the command's output")
+    s.add_argument("--format", **fmt)
+    s.add_argument("--nvlink-generation", type=int, default=4,
+                   help="NVLink generation for NV# bonds (default: 4)")
+    s.add_argument("--pcie-generation", type=int, default=5,
+                   help="PCIe generation of every link (default: 5)")
+    s.add_argument("--lanes", type=int, default=16,
+                   help="PCIe link width (default: 16)")
+    s.add_argument("--acs", action="store_true",
+                   help="assume ACS P2P redirect is on in the PCIe switches")
+    s.add_argument("--iommu", choices=topology.IOMMU_MODES, default="off",
+                   help="IOMMU mode (default: off)")
+    s.add_argument("--p2p-level", choices=topology.P2P_LEVELS, default="PXB",
+                   help="NCCL_P2P_LEVEL (default: PXB, NCCL's default on Intel hosts)")
+    s.set_defaults(func=_cmd_topo)

@@ -14,9 +14,14 @@ from dataclasses import dataclass, field
 import pytest
 
 from gpulab import collectives, links, measurements, scaling, specs, units
+from gpulab import topology  # PCIe chapter: server topology
+from gpulab import pcie, systems  # PCIe chapter: link/copy model, system presets
+from pathlib import Path  # (pcie/systems rows)
 from gpulab.units import Bandwidth
 
 MODULES = (units, links, collectives, scaling, specs, measurements)
+MODULES += (topology,)
+MODULES += (pcie, systems)
 
 NAN, INF = float("nan"), float("inf")
 PD = Bandwidth(25e9, "per_direction")
@@ -74,6 +79,19 @@ _ARRAY_BUG = ("gpulab/links.py link_bandwidth: an array symbol_rate passes lane_
 _ITER_BUG = ("gpulab/scaling.py growth_table: gpus=3 (not iterable) raises TypeError "
              "from list(gpus) instead of a ValueError naming 'gpus'")
 _FLAG = "a bool flag; only its truthiness is used (not validated)"
+
+_TOPO_A = topology.layout_a()
+_TOPO_BAD = [None, "layout_a", 3, True, ["gpu0"]]
+_NODE_BAD = [None, 3, True, "", "gpu99", "GPU0", ["gpu0"]]
+
+_PCIE_LANES_BAD = [0, 3, 64, 2.5, "16", None, True, NAN, INF, ["x"]]
+_PCIE_MPS_BAD = [64, 100, 8192, 256.5, "256", None, True, NAN, ["x"]]
+_PCIE_HEADER_BAD = [8, 20, 12.5, "16", True, NAN, ["x"]]
+_PCIE_FLAG_BAD = [None, 1, 0, "yes", [True]]
+_PCIE_DLLP_BAD = [-0.1, 0.6, NAN, INF, "0.03", True, [0.1, 0.2]]
+_SYSTEM_BAD = [None, 3, True, "", "no-such-system", "HGX-H200", ["hgx-h200"], "/"]
+_SYSTEMS_YAML = specs.read_data_text("systems.yaml")
+_SYSTEMS_FILE = str(Path(pcie.__file__).with_name("data") / "systems.yaml")
 
 CASES = [
     # --- units ------------------------------------------------------------------------
@@ -194,11 +212,113 @@ CASES = [
     Case(measurements.parse_nvlink_status,
          {"text": "GPU 0: NVIDIA H200\n\t Link 0: 26.562 GB/s\n"},
          {"text": [None, 3, 2.5, True, b"GPU 0: x", ["GPU 0: x"]]}),
+    # --- topology ---------------------------------------------------------------------
+    *[Case(f, {"topo": _TOPO_A, "a": "gpu0", "b": "gpu4"},
+           {"topo": _TOPO_BAD, "a": _NODE_BAD, "b": _NODE_BAD + extra_b})
+      for f, extra_b in ((topology.path, []), (topology.path_latency, []),
+                         (topology.bottleneck_bandwidth, ["gpu0"]))],
+    Case(topology.path_class, {"topo": _TOPO_A, "a": "gpu0", "b": "nic1"},
+         {"topo": _TOPO_BAD, "a": _NODE_BAD + ["cpu0", "sw0"],
+          "b": _NODE_BAD + ["cpu1", "sw1"]}),
+    Case(topology.p2p_possible, {"topo": _TOPO_A, "a": "gpu0", "b": "gpu1",
+                                 "acs_enabled": False, "iommu": "off"},
+         {"topo": _TOPO_BAD, "a": _NODE_BAD + ["cpu0"], "b": _NODE_BAD + ["gpu0"],
+          "acs_enabled": [None, 1, 0, "no"], "iommu": CHOICE("pt", "ON")}),
+    Case(topology.nccl_transport, {"topo": _TOPO_A, "a": "gpu0", "b": "gpu1",
+                                   "acs_enabled": True, "iommu": "on",
+                                   "p2p_level": "SYS"},
+         {"topo": _TOPO_BAD, "a": _NODE_BAD + ["nic0", "cpu0"],
+          "b": _NODE_BAD + ["gpu0", "nic1"], "acs_enabled": [None, 1, "yes"],
+          "iommu": CHOICE("off "), "p2p_level": CHOICE("pxb", "NODE", 2)}),
+    Case(topology.concurrent_bandwidth,
+         {"topo": _TOPO_A, "transfers": [("gpu0", "cpu0"), ("gpu1", "cpu0")]},
+         {"topo": _TOPO_BAD,
+          "transfers": [None, 3, "gpu0", [3], [("gpu0",)], [("gpu0", "gpu0")],
+                        [("gpu0", "gpu99")], [(None, "gpu1")], [("a", "b", "c")]]}),
+    Case(topology.render_topo_matrix, {"topo": _TOPO_A}, {"topo": _TOPO_BAD}),
+    *[Case(f, {"text": "\tGPU0\tGPU1\nGPU0\t X \tNV18\nGPU1\tNV18\t X \n"},
+           {"text": [None, 3, 2.5, True, b"GPU0", ["GPU0"], "", "GPU0 GPU0\n",
+                     "GPU0 GPU1\nGPU0 X PIX\nGPU1 SYS X\n", "GPU0\nGPU0 Y\n"]})
+      for f in (topology.read_topo_matrix, topology.parse_topo_matrix)],
+    Case(topology.assumption, {"name": "pcie_switch_latency_s"},
+         {"name": CHOICE("PCIE_SWITCH_LATENCY_S")}),
+    Case(topology.cpu_link, {"name": "UPI 2.0"}, {"name": CHOICE("upi 2.0", "QPI")}),
+    Case(topology.layout_a, {"pcie_generation": 5, "lanes": 16, "cpu_link": "UPI 2.0"},
+         {"pcie_generation": INT(1, 6), "lanes": INT(1, 32) + [3, 24],
+          "cpu_link": CHOICE("UPI")}),
+    Case(topology.layout_b, {"pcie_generation": 4, "lanes": 8, "cascaded": False},
+         {"pcie_generation": INT(1, 6), "lanes": INT(1, 32) + [3],
+          "cascaded": [None, 1, 0, "yes"]}),
+    Case(topology.nvswitch_node, {"gpu": "A100", "pcie_generation": 5, "lanes": 16,
+                                  "cpu_link": "xGMI (EPYC 9004)"},
+         {"gpu": CHOICE("V100", "h100"),
+          "pcie_generation": [v for v in INT(1, 6) if v is not None],
+          "lanes": INT(1, 32) + [5], "cpu_link": CHOICE("xGMI")}),
+    Case(topology.pcie_box, {"n_gpus": 6, "gpus_per_switch": 4, "n_cpus": 1,
+                             "pcie_generation": 5, "lanes": 16, "cpu_link": "UPI 1.0"},
+         {"n_gpus": INT(1, 16), "gpus_per_switch": INT(1, 16), "n_cpus": INT(1, 8),
+          "pcie_generation": INT(1, 6), "lanes": INT(1, 32) + [6],
+          "cpu_link": CHOICE("UPI 3.0")}),
+    # --- pcie -------------------------------------------------------------------------
+    Case(pcie.protocol_info, {"name": "lcrc_bytes"},
+         {"name": CHOICE("LCRC_bytes", "flit", "flit.")}),
+    Case(pcie.protocol_constant, {"name": "flit.tlp_bytes"},
+         {"name": CHOICE("tlp_bytes", "flit.TLP_bytes")}),
+    Case(pcie.raw_bandwidth, {"generation": 5, "lanes": 16},
+         {"generation": INT(1, 6), "lanes": _PCIE_LANES_BAD}),
+    Case(pcie.encoded_bandwidth, {"generation": 3, "lanes": 8},
+         {"generation": INT(1, 6), "lanes": _PCIE_LANES_BAD}),
+    Case(pcie.tlp_overhead_bytes, {"generation": 2, "header_bytes": 12, "ecrc": True},
+         {"generation": INT(1, 6), "header_bytes": _PCIE_HEADER_BAD,
+          "ecrc": _PCIE_FLAG_BAD}),
+    *[Case(f, {**first, "max_payload_bytes": 512, "header_bytes": None, "ecrc": False,
+               "dllp_overhead": 0.02, "read_completion": False},
+           {**bad_first, "max_payload_bytes": _PCIE_MPS_BAD,
+            "header_bytes": _PCIE_HEADER_BAD, "ecrc": _PCIE_FLAG_BAD,
+            "dllp_overhead": _PCIE_DLLP_BAD, "read_completion": _PCIE_FLAG_BAD})
+      for f, first, bad_first in (
+          (pcie.tlp_efficiency, {"generation": 6}, {"generation": INT(1, 6)}),
+          (pcie.effective_bandwidth, {"generation": 4, "lanes": 4},
+           {"generation": INT(1, 6), "lanes": _PCIE_LANES_BAD}))],
+    Case(pcie.host_copy_time, {"message_bytes": 1e6, "latency": 5e-6, "bandwidth": PD,
+                               "issue_floor": 2e-5},
+         {"message_bytes": NONNEG, "latency": NONNEG, "bandwidth": RATE,
+          "issue_floor": NONNEG}),
+    Case(pcie.staged_bandwidth, {"pinned_bandwidth": PD, "host_memcpy_bandwidth": 2e10},
+         {"pinned_bandwidth": RATE + SCALAR_ONLY,
+          "host_memcpy_bandwidth": RATE + SCALAR_ONLY}),
+    Case(pcie.copy_bandwidth, {"kind": "p2p", "memory": "pinned", "system": "dgx-h100"},
+         {"kind": CHOICE("H2D", "h2h"), "memory": CHOICE("Pinned", "locked"),
+          "system": _SYSTEM_BAD}),
+    Case(pcie.copy_time, {"message_bytes": [8, 1e9], "kind": "d2h",
+                          "memory": "pageable", "system": "h100-pcie"},
+         {"message_bytes": NONNEG, "kind": CHOICE("D2H"), "memory": CHOICE("paged"),
+          "system": _SYSTEM_BAD}),
+    Case(pcie.calibrate_copy, {"message_bytes": [4096, 2**20, 2**24, 2**28],
+                               "times": [2.4e-5, 2.6e-5, 3.1e-4, 4.8e-3],
+                               "bandwidth_bound": 2.0, "weighting": "absolute"},
+         {"message_bytes": POS + [[4096, NAN, 2**24, 2**28], [1, 2, 3]],
+          "times": POS + [[2.4e-5, -1, 3.1e-4, 4.8e-3], [1e-5, 1e-5, 1e-5, 1e-5]],
+          "bandwidth_bound": [0.5, 0, -1, NAN, INF, "2", None, True, [1.0, 2.0]],
+          "weighting": CHOICE("log")}),
+    Case(pcie.calibrate_copies, {"run": None, "system": "h200-x2-measured"},
+         {"run": [3, "h200_copy_bandwidth", True, {}, ["p2p"]],
+          "system": _SYSTEM_BAD}),
+    # --- systems ----------------------------------------------------------------------
+    Case(systems.get, {"name": "hgx-h200"}, {"name": CHOICE("HGX-H200", "hgx_h200")}),
+    Case(systems.resolve, {"system": "hgx-h200"}, {"system": _SYSTEM_BAD}),
+    Case(systems.load, {"path": _SYSTEMS_FILE},
+         {"path": [None, 3, True, "", ["x"], "/no/such/file.yaml", "/"]}),
+    Case(systems.parse, {"text": _SYSTEMS_YAML, "source": "box.yaml"},
+         {"text": [None, 3, True, b"systems: {}", ["systems"]],
+          "source": [None, 3, True, ["x"]]}),
 ]
 
 #: Public functions with no parameters (nothing to refuse).
 NO_ARGS = {specs.nvlink_generations, specs.pcie_generations, specs.gpus,
            specs.gpu_names, specs.nics}
+NO_ARGS |= {topology.cpu_links}
+NO_ARGS |= {systems.names}
 
 
 def _bad_params():
