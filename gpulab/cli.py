@@ -9,8 +9,12 @@ Subcommands
     bidirectional.
 ``gpulab nvlink-status FILE``
     Read ``nvidia-smi nvlink --status`` output and compare with the spec.
-
-Later chapters add subcommands (topology, predict, bench ...).
+``gpulab topo FILE``
+    Read ``nvidia-smi topo -m`` output: path classes, P2P verdicts, NCCL
+    transport and expected bandwidth per GPU pair (:mod:`gpulab.cli_topo`).
+``gpulab predict --copy {h2d,d2h,p2p} --system NAME``
+    Predicted copy times over a size sweep, like a copy benchmark would print
+    (:mod:`gpulab.cli_predict`).
 """
 from __future__ import annotations
 
@@ -98,6 +102,19 @@ def _cmd_specs(args, out):
     return 0
 
 
+_LINK_FLAGS = {"symbol_rate": "--baud", "bits_per_symbol": "--bits",
+               "lanes_per_direction": "--lanes", "coding_efficiency": "--coding",
+               "n_links": "--links"}
+
+
+def _name_flag(message, flags):
+    """Prefix a model error that names a parameter with the CLI flag behind it."""
+    for param, flag in flags.items():
+        if message.startswith(param):
+            return f"{flag} ({param}){message[len(param):]}"
+    return message
+
+
 def _cmd_link(args, out):
     if args.generation is not None:
         g = specs.nvlink(args.generation)
@@ -112,8 +129,11 @@ def _cmd_link(args, out):
         baud, bits, lanes = args.baud * 1e9, args.bits, args.lanes
         coding = 1.0 if args.coding is None else args.coding
         n_links = 1 if args.links is None else args.links
-    link = links.link_bandwidth(baud, bits, lanes, coding)
-    gpu = links.gpu_bandwidth(link, n_links)
+    try:
+        link = links.link_bandwidth(baud, bits, lanes, coding)
+        gpu = links.gpu_bandwidth(link, n_links)
+    except ValueError as exc:
+        raise ValueError(_name_flag(str(exc), _LINK_FLAGS)) from None
     rows = [{"quantity": "lane rate (raw)",
              "value": f"{links.lane_rate(baud, bits) / 1e9:g} Gb/s"},
             {"quantity": "link", "value": units.fmt_bandwidth(link)},
