@@ -73,9 +73,16 @@ book: venv chromium vendor
 	@# vendored JS changed (executed notebooks stay cached in .jupyter_cache).
 	@if [ -d _build/html ] && ! cmp -s _vendor/VERSIONS _build/html/VERSIONS; then \
 	  echo "==> vendored JS changed: removing _build/html"; rm -rf _build/html _build/.doctrees; fi
-	@echo "==> building book (jupyter-book build -W -n --keep-going .)"
-	@start=$$(date +%s); \
+	@# The execution cache is keyed on code cells only: when gpulab (code or data) changes,
+	@# every chapter must run again or the book would show figures of the old model.
+	@hash=$$(find gpulab -type f ! -path '*__pycache__*' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16); \
+	if [ "$$(cat .jupyter_cache/gpulab.hash 2>/dev/null)" != "$$hash" ]; then \
+	  if [ -d .jupyter_cache ]; then echo "==> gpulab changed: re-executing every chapter"; fi; \
+	  rm -rf .jupyter_cache _build/html _build/.doctrees; fi; \
+	echo "==> building book (jupyter-book build -W -n --keep-going .)"; \
+	start=$$(date +%s); \
 	$(BIN)/jupyter-book build -W -n --keep-going . ; \
+	echo "$$hash" > .jupyter_cache/gpulab.hash; \
 	echo "==> book built in $$(( $$(date +%s) - start )) s"
 	@echo "Open _build/html/index.html"
 
