@@ -1,4 +1,4 @@
-r"""Collective-communication time models (ring AllReduce for now) and nccl-tests metrics.
+r"""Collective-communication time models and nccl-tests metrics.
 
 The ring AllReduce is a reduce-scatter followed by an all-gather, each made of
 ``n - 1`` steps in which every rank sends and receives ``S / n`` bytes at once:
@@ -22,10 +22,21 @@ Examples
 """
 from __future__ import annotations
 
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import yaml
+
+from . import links, pcie, specs, systems
 from ._validate import as_number, check_choice, check_int
 from .links import _per_direction_rate
 
-__all__ = ["ring_allreduce_time", "algbw", "busbw", "busbw_factor", "BUSBW_OPS"]
+__all__ = ["ring_allreduce_time", "algbw", "busbw", "busbw_factor", "BUSBW_OPS",
+           "COLLECTIVES", "ALGORITHMS", "PROTOCOLS", "TRANSPORTS", "Prediction",
+           "model_constant", "fabric_bandwidth", "wire_factor", "ring_steps",
+           "collective_time", "predict", "calibrate"]
 
 BUSBW_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
              "alltoall", "sendrecv")
@@ -101,3 +112,407 @@ def busbw(message_bytes, time, op, n_ranks):
     """nccl-tests' bus bandwidth: ``algbw * busbw_factor(op, n)``. [B/s, per direction]"""
     return algbw(message_bytes, time) * busbw_factor(op, n_ranks)
 
+
+
+# --- NCCL-like model: algorithms x protocols ---------------------------------------------
+#: Collectives of nccl-tests that the model covers.
+COLLECTIVES = BUSBW_OPS
+#: Algorithms: ring, tree (double binary tree, all_reduce), direct (one-shot, every
+#: rank reads every peer: all_reduce; point-to-point for alltoall/sendrecv), nvls
+#: (in-switch reduction, all_reduce), hierarchical (intra-node ring, inter-node ring
+#: on 1/g of the data, multi-node all_reduce).
+ALGORITHMS = ("ring", "tree", "direct", "nvls", "hierarchical")
+#: NCCL protocols: LL (8-byte lines, flag per 4 B: lowest latency), LL128 (128-byte
+#: lines, 120 B of data) and Simple (bulk copies with fences: full bandwidth).
+PROTOCOLS = ("LL", "LL128", "Simple")
+#: Transports between the GPUs of a node: peer-to-peer (NVLink or PCIe) or SHM
+#: (NCCL_P2P_DISABLE=1: staged through pinned host memory over PCIe).
+TRANSPORTS = ("p2p", "shm")
+
+
+@functools.lru_cache(maxsize=None)
+def _model():
+    return yaml.safe_load(specs.read_data_text("nccl_model.yaml"))
+
+
+def model_constant(path):
+    """A constant of ``data/nccl_model.yaml`` by its slash path.
+
+    >>> model_constant("protocols/LL128/bandwidth")
+    0.93
+    """
+    if not isinstance(path, str) or not path.strip("/"):
+        raise ValueError(f"path must be a slash path such as 'protocols/LL/bandwidth'; "
+                         f"got {path!r}")
+    path = path.strip("/").split("/")
+    node = _model()
+    for i, key in enumerate(path):
+        if not isinstance(node, dict) or key not in node:
+            where = "/".join(map(str, path[:i])) or "top level"
+            keys = sorted(node) if isinstance(node, dict) else []
+            raise ValueError(f"path must name a constant of nccl_model.yaml; {key!r} is "
+                             f"not under {where} (keys: {', '.join(map(str, keys))})")
+        node = node[key]
+    return node
+
+
+def wire_factor(collective, n_ranks, algorithm="ring"):
+    """Bytes each rank sends (and receives) per byte of ``message_bytes``.
+
+    nccl-tests' busbw factor for the bandwidth-optimal algorithms; NCCL's model
+    factor 2 for the tree; ``n - 1`` for a one-shot all_reduce (every rank reads
+    every peer's buffer); 1 for NVLS (each GPU sends its buffer into the switch
+    and receives the reduced result once).
+
+    >>> wire_factor("all_reduce", 8)
+    1.75
+    >>> wire_factor("all_reduce", 8, "direct")
+    7
+    """
+    check_choice("collective", collective, COLLECTIVES)
+    n = check_int("n_ranks", n_ranks, low=1, high=1_000_000)
+    check_choice("algorithm", algorithm, ALGORITHMS)
+    if n == 1:
+        return 0.0
+    if collective == "all_reduce":
+        return {"ring": 2 * (n - 1) / n, "hierarchical": 2 * (n - 1) / n, "tree": 2.0,
+                "direct": n - 1, "nvls": 1.0}[algorithm]
+    return busbw_factor(collective, n)
+
+
+def ring_steps(collective, n_ranks, algorithm="ring"):
+    """Latency steps of ``collective`` on ``n_ranks`` (NCCL's ``nsteps``).
+
+    >>> ring_steps("all_reduce", 8), ring_steps("all_gather", 8)
+    (14, 7)
+    """
+    check_choice("collective", collective, COLLECTIVES)
+    n = check_int("n_ranks", n_ranks, low=1, high=1_000_000)
+    check_choice("algorithm", algorithm, ALGORITHMS)
+    if n == 1:
+        return 0
+    if algorithm == "tree":
+        return 2 * max(1, math.ceil(math.log2(n)))
+    if algorithm in ("direct", "nvls") or collective in ("alltoall", "sendrecv"):
+        return 1
+    if collective == "all_reduce":
+        return 2 * (n - 1)
+    return n - 1
+
+
+def _system_nodes(system):
+    return max(1, system.n_gpus // system.gpus_per_node)
+
+
+def fabric_bandwidth(system, transport="p2p", *, scope="intra"):
+    """Per-direction line rate one GPU has into a collective's fabric.
+
+    Parameters
+    ----------
+    system : systems.System or str
+        A preset name, a YAML path or a System.
+    transport : {"p2p", "shm"}
+        ``p2p``: NVLink (all links of the GPU; NVSwitch or mesh), or the PCIe host
+        link for P2P over PCIe when the system has no NVLink. ``shm``: the encoded
+        PCIe rate, which host-staged traffic crosses.
+    scope : {"intra", "inter"}
+        ``inter``: the network share of one GPU between nodes.
+
+    Returns
+    -------
+    units.Bandwidth
+        Per direction (the line rate; efficiencies are applied by the model).
+    """
+    system = systems.resolve(system)
+    check_choice("transport", transport, TRANSPORTS)
+    check_choice("scope", scope, ("intra", "inter"))
+    if scope == "inter":
+        net = getattr(system, "network_bandwidth_per_gpu", None)
+        if net is None:
+            raise ValueError(f"system {system.name!r} has no network section: scope "
+                             "'inter' needs one")
+        return net
+    host = pcie.encoded_bandwidth(system.pcie.generation, system.pcie.lanes)
+    if transport == "shm" or system.nvlink.generation is None \
+            or system.nvlink.fabric == "none":
+        return host
+    return links.nvlink_gpu_bandwidth(system.nvlink.generation,
+                                      system.nvlink.links_per_gpu)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predicted collective performance for one or more sizes.
+
+    Attributes
+    ----------
+    time : numpy.ndarray
+        Time per call. [s]
+    algbw, busbw : numpy.ndarray
+        nccl-tests' algorithm and bus bandwidth. [B/s]
+    algorithm, protocol : numpy.ndarray of str
+        The (algorithm, protocol) with the smallest predicted time per size, as
+        NCCL's tuner picks them.
+    """
+
+    collective: str
+    n_ranks: int
+    message_bytes: np.ndarray
+    time: np.ndarray
+    algbw: np.ndarray
+    busbw: np.ndarray
+    algorithm: np.ndarray
+    protocol: np.ndarray
+    scalar: bool = False
+
+    @property
+    def time_scalar(self):
+        """``time`` as a float when the sizes were given as one number."""
+        return float(self.time[0]) if self.scalar else self.time
+
+
+def _candidates(collective, n, system, transport, algorithm):
+    nodes = _system_nodes(system) if n > system.gpus_per_node else 1
+    nvls_ok = (collective == "all_reduce" and transport == "p2p" and nodes == 1
+               and getattr(system.nvlink, "nvls", False)
+               and n >= int(model_constant("nvls/min_ranks")))
+    if algorithm != "auto":
+        if algorithm == "nvls" and not (collective == "all_reduce"
+                                        and getattr(system.nvlink, "nvls", False)):
+            raise ValueError(f"algorithm 'nvls' needs an NVSwitch with in-switch "
+                             f"reduction (system {system.name!r}) and all_reduce")
+        if algorithm in ("tree", "direct") and collective != "all_reduce":
+            raise ValueError(f"algorithm {algorithm!r} is modelled for all_reduce only")
+        if algorithm == "hierarchical" and (collective != "all_reduce" or nodes == 1):
+            raise ValueError("algorithm 'hierarchical' needs all_reduce across nodes")
+        return [algorithm]
+    if collective in ("alltoall", "sendrecv"):
+        return ["direct"]
+    if collective != "all_reduce":
+        return ["ring"]
+    algos = ["ring", "tree"]
+    if nodes > 1:
+        algos.append("hierarchical")
+    if nvls_ok:
+        algos.append("nvls")
+    return algos
+
+
+def _single_time(collective, s, n, system, transport, algorithm, protocol, bw_intra):
+    """Time of one (algorithm, protocol) for sizes ``s`` (array), intra-node."""
+    here = f"transports/{transport}/collectives/{collective}"
+    launch = model_constant(f"{here}/launch_s")
+    eff = model_constant(f"{here}/efficiency")
+    if algorithm == "nvls":
+        b = bw_intra * model_constant("nvls/efficiency")
+        return launch + model_constant("nvls/latency_s") + s / b
+    proto = model_constant(f"protocols/{protocol}")
+    b = bw_intra * eff * proto["bandwidth"]
+    if algorithm == "tree":
+        b *= 0.9                       # NCCL: tree busbw x 0.9
+    wire = wire_factor(collective, n, algorithm) * s
+    lat = launch + proto["base_latency_s"] + \
+        ring_steps(collective, n, algorithm) * proto["hop_latency_s"]
+    fill = model_constant(f"transports/{transport}/fill") * np.minimum(
+        wire, model_constant(f"transports/{transport}/fill_bytes")) / b
+    if protocol == "LL":
+        fill = 0.0                      # LL has no chunk pipeline to fill
+    return lat + wire / b + fill
+
+
+def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2p",
+                    algorithm="auto", protocol="auto"):
+    r"""Predict the time of one collective call, as nccl-tests would measure it.
+
+    Parameters
+    ----------
+    collective : str
+        One of :data:`COLLECTIVES`.
+    message_bytes : numeric or array_like
+        nccl-tests' ``size``: the full buffer (all_gather: the gathered output;
+        reduce_scatter: the input; alltoall: each rank's buffer; sendrecv: what
+        each rank sends). [B]
+    n_ranks : int
+        Ranks (one per GPU), at most the system's GPUs.
+    system : systems.System or str
+        Preset name, YAML path or System.
+    transport : {"p2p", "shm"}
+        ``shm`` models NCCL with ``NCCL_P2P_DISABLE=1`` (host-staged over PCIe).
+    algorithm : "auto" or one of :data:`ALGORITHMS`
+    protocol : "auto" or one of :data:`PROTOCOLS`
+
+    Returns
+    -------
+    numpy.ndarray or float
+        Time per call. [s]
+
+    Notes
+    -----
+    For algorithm :math:`a` and protocol :math:`p` (NCCL ``tuning.cc`` structure):
+
+    .. math::
+
+        t_{a,p}(S) = t_0 + L_p + k_a(n)\,h_p + \frac{w_a(n)\,S}{B\,e_c\,\pi_p}
+                     + f\,\frac{\min(w_a(n) S, S_f)}{B\,e_c\,\pi_p}
+
+    with launch cost :math:`t_0`, NCCL's base and per-hop latencies
+    :math:`L_p, h_p`, steps :math:`k_a(n)` (:func:`ring_steps`), wire factor
+    :math:`w_a(n)` (:func:`wire_factor`), the per-direction line rate :math:`B`
+    (:func:`fabric_bandwidth`), the achieved fraction :math:`e_c` of collective
+    :math:`c`, the protocol's bandwidth share :math:`\pi_p` and a pipeline-fill
+    term (:math:`f`, :math:`S_f`). The prediction is the minimum over the
+    algorithms and protocols NCCL would consider. Across nodes, all_reduce may run
+    hierarchically: reduce-scatter inside each node, all_reduce of :math:`S/g`
+    between nodes over the network, all-gather inside each node.
+
+    =================================  ==============================================
+    Assumption                         Source
+    =================================  ==============================================
+    latencies, protocol shares         NCCL 2.28.3's tuning table on 2x H200 (ours)
+    e_c, launch, fill (p2p and shm)    our C++ NCCL sweep on 2x H200, NVLS off
+    NVLS algbw = 0.61 x line rate      NVIDIA/nccl#1455 (8x H100: ~480 busbw)
+    same e_c for every rank count      ring busbw ~constant 2-8 GPUs (nccl#1455)
+    =================================  ==============================================
+
+    Examples
+    --------
+    >>> t = collective_time("all_reduce", 2**30, 2, "h200-x2-measured")
+    >>> 300e9 < 2**30 / t < 380e9            # busbw = algbw for 2 ranks
+    True
+    """
+    return predict(collective, message_bytes, n_ranks, system, transport=transport,
+                   algorithm=algorithm, protocol=protocol).time_scalar
+
+
+def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
+            algorithm="auto", protocol="auto"):
+    """Predict time, algbw and busbw over sizes; see :func:`collective_time`.
+
+    Returns
+    -------
+    Prediction
+    """
+    check_choice("collective", collective, COLLECTIVES)
+    system = systems.resolve(system)
+    n = check_int("n_ranks", n_ranks, low=1, high=system.n_gpus)
+    check_choice("transport", transport, TRANSPORTS)
+    check_choice("algorithm", algorithm, ("auto",) + ALGORITHMS)
+    check_choice("protocol", protocol, ("auto",) + PROTOCOLS)
+    s = np.atleast_1d(as_number("message_bytes", message_bytes, low=0,
+                                low_inclusive=False)).astype(float)
+    scalar = np.ndim(message_bytes) == 0
+    if n == 1:
+        t = np.full_like(s, model_constant(
+            f"transports/{transport}/collectives/{collective}/launch_s"))
+        return _prediction(collective, n, s, t, np.full(s.shape, "none"),
+                           np.full(s.shape, "none"), scalar)
+    nodes = _system_nodes(system) if n > system.gpus_per_node else 1
+    bw_intra = fabric_bandwidth(system, transport).bytes_per_s
+    protos = PROTOCOLS if protocol == "auto" else (protocol,)
+    if collective in ("alltoall", "sendrecv"):
+        protos = ("Simple",) if protocol == "auto" else protos   # p2p ops: Simple
+    rows, labels = [], []
+    for algo in _candidates(collective, n, system, transport, algorithm):
+        for proto in (("Simple",) if algo == "nvls" else protos):
+            if algo == "hierarchical":
+                t = _hierarchical(s, n, nodes, system, transport, proto, bw_intra)
+            elif nodes > 1:
+                # one ring through every GPU: the network is the slowest link
+                bw = min(bw_intra, fabric_bandwidth(system, transport,
+                                                    scope="inter").bytes_per_s)
+                t = _single_time(collective, s, n, system, transport, algo, proto, bw)
+            else:
+                t = _single_time(collective, s, n, system, transport, algo, proto,
+                                 bw_intra)
+            rows.append(np.broadcast_to(t, s.shape))
+            labels.append((algo, proto))
+    times = np.vstack(rows)
+    best = np.argmin(times, axis=0)
+    t = times[best, np.arange(s.size)]
+    algos = np.array([labels[i][0] for i in best])
+    protos_used = np.array([labels[i][1] for i in best])
+    return _prediction(collective, n, s, t, algos, protos_used, scalar)
+
+
+def _hierarchical(s, n, nodes, system, transport, proto, bw_intra):
+    g = n // nodes
+    intra_rs = _single_time("reduce_scatter", s, g, system, transport, "ring", proto,
+                            bw_intra) if g > 1 else 0.0
+    bw_net = fabric_bandwidth(system, transport, scope="inter").bytes_per_s * g
+    inter = _single_time("all_reduce", s / g, nodes, system, transport, "ring", proto,
+                         bw_net / g) if nodes > 1 else 0.0
+    intra_ag = _single_time("all_gather", s, g, system, transport, "ring", proto,
+                            bw_intra) if g > 1 else 0.0
+    return intra_rs + inter + intra_ag
+
+
+def _prediction(collective, n, s, t, algos, protos, scalar):
+    ab = s / t
+    return Prediction(collective, n, s, t, ab, ab * busbw_factor(collective, n),
+                      algos, protos, scalar)
+
+
+def _nccl_latency(collective, n, algorithm, protocol):
+    proto = model_constant(f"protocols/{protocol}")
+    return proto["base_latency_s"] + \
+        ring_steps(collective, n, algorithm) * proto["hop_latency_s"]
+
+
+def calibrate(collective, message_bytes, times, n_ranks, system, *, transport="p2p",
+              fill=None, fill_bytes=None):
+    r"""Derive a collective's launch cost and efficiency from a measured sweep.
+
+    Parameters
+    ----------
+    collective : str
+        One of :data:`COLLECTIVES`.
+    message_bytes, times : array_like
+        nccl-tests ``size`` [B] and time per call [s]; at least one size
+        <= 4 KiB (for the latency floor) and one >= 64 MiB (for the bandwidth).
+    n_ranks : int
+        Ranks of the measurement.
+    system : systems.System or str
+        The measured system (for its line rate).
+    transport : {"p2p", "shm"}
+    fill, fill_bytes : float, optional
+        Pipeline-fill parameters; default: the model's current values.
+
+    Returns
+    -------
+    dict
+        ``{"launch_s": ..., "efficiency": ...}`` in the form of
+        ``data/nccl_model.yaml`` (``transports/<t>/collectives/<c>``).
+
+    Notes
+    -----
+    ``launch_s`` is the median time of the sizes up to 4 KiB minus NCCL's own
+    modelled latency of the fastest protocol. ``efficiency`` solves the model for
+    the largest measured size with the Simple protocol.
+    """
+    check_choice("collective", collective, COLLECTIVES)
+    check_choice("transport", transport, TRANSPORTS)
+    system = systems.resolve(system)
+    n = check_int("n_ranks", n_ranks, low=2, high=system.n_gpus)
+    s = np.atleast_1d(as_number("message_bytes", message_bytes, low=0,
+                                low_inclusive=False))
+    t = np.atleast_1d(as_number("times", times, low=0, low_inclusive=False))
+    if s.shape != t.shape or s.ndim != 1:
+        raise ValueError("message_bytes and times must be 1-D arrays of equal length")
+    small, big = s <= 4096, s >= 64 * 2**20
+    if not small.any() or not big.any():
+        raise ValueError("message_bytes must include sizes <= 4 KiB and >= 64 MiB")
+    f = model_constant(f"transports/{transport}/fill") if fill is None \
+        else as_number("fill", fill, low=0, allow_array=False)
+    sf = model_constant(f"transports/{transport}/fill_bytes") if fill_bytes is None \
+        else as_number("fill_bytes", fill_bytes, low=0, allow_array=False)
+    algo = "direct" if collective in ("alltoall", "sendrecv") else "ring"
+    protos = ("Simple",) if algo == "direct" else PROTOCOLS
+    lat = min(_nccl_latency(collective, n, algo, p) for p in protos)
+    launch = max(float(np.median(t[small])) - lat, 0.0)
+    i = int(np.argmax(s))
+    wire = wire_factor(collective, n, algo) * s[i]
+    lat_simple = launch + _nccl_latency(collective, n, algo, "Simple")
+    line = fabric_bandwidth(system, transport).bytes_per_s
+    # t = lat + (wire + f min(wire, sf)) / (line e)  ->  e
+    eff = (wire + f * min(wire, sf)) / (line * max(t[i] - lat_simple, 1e-12))
+    return {"launch_s": launch, "efficiency": min(eff, 1.0)}

@@ -1,0 +1,144 @@
+"""The NCCL-like collective model: structure, oracles and our H200 measurements."""
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from gpulab import collectives as C, measurements, specs, systems
+from tests import strategies  # noqa: F401  (registers the "ci" profile)
+
+RUN = "h200-x2-2026-11-30-nccl-c"
+SYSTEM = "h200-x2-measured"
+
+
+def _sweep(name):
+    rows = csv.DictReader(io.StringIO(measurements.raw_capture(RUN, name)))
+    out = {}
+    for r in rows:
+        out.setdefault(r["collective"], []).append(
+            (float(r["size_bytes"]), float(r["time_us"]) * 1e-6))
+    return {k: np.array(v) for k, v in out.items()}
+
+
+SWEEPS = {"p2p": _sweep("c_default.csv"), "shm": _sweep("c_p2p_disable.csv")}
+
+
+@pytest.mark.parametrize("n", [2, 3, 8, 64])
+def test_wire_factors_and_steps(n):
+    assert C.wire_factor("all_reduce", n) == pytest.approx(2 * (n - 1) / n)
+    # ring all_reduce = reduce_scatter + all_gather, in bytes and in steps
+    assert C.wire_factor("all_reduce", n) == pytest.approx(
+        C.wire_factor("reduce_scatter", n) + C.wire_factor("all_gather", n))
+    assert C.ring_steps("all_reduce", n) == \
+        C.ring_steps("reduce_scatter", n) + C.ring_steps("all_gather", n)
+    assert C.wire_factor("all_reduce", n, "direct") == n - 1
+    assert C.wire_factor("broadcast", n) == 1.0
+    assert C.ring_steps("sendrecv", n) == 1
+
+
+def test_one_rank_is_only_the_launch_cost():
+    p = C.predict("all_reduce", [8, 2**30], 1, "hgx-h200")
+    launch = C.model_constant("transports/p2p/collectives/all_reduce/launch_s")
+    np.testing.assert_allclose(p.time, launch)
+
+
+def test_two_ranks_large_message_limit():
+    """For large S, time -> w S / (line rate x efficiency): busbw -> e x line."""
+    s = 2.0**36
+    line = C.fabric_bandwidth(SYSTEM).bytes_per_s
+    for coll in ("all_reduce", "all_gather", "sendrecv"):
+        p = C.predict(coll, s, 2, SYSTEM)
+        eff = C.model_constant(f"transports/p2p/collectives/{coll}/efficiency")
+        assert p.busbw[0] == pytest.approx(eff * line, rel=0.01)
+        assert p.busbw[0] < line                       # never above the line rate
+
+
+def test_fabric_bandwidths():
+    assert C.fabric_bandwidth("hgx-h200").gb_per_s == pytest.approx(450)
+    assert C.fabric_bandwidth("hgx-h200", "shm").gb_per_s == pytest.approx(
+        32 * 16 * 128 / 130 / 8)
+    assert C.fabric_bandwidth("h100-pcie").gb_per_s == pytest.approx(
+        32 * 16 * 128 / 130 / 8)
+
+
+@given(st.floats(8, 2**33), st.floats(1.01, 16))
+def test_time_grows_with_size(s, k):
+    for coll in ("all_reduce", "all_gather", "alltoall"):
+        a, b = C.predict(coll, [s, s * k], 8, "hgx-h200").time
+        assert b >= a
+
+
+@given(st.integers(2, 7))
+def test_more_ranks_never_faster_for_ring(n):
+    t1 = C.collective_time("all_gather", 2**24, n, "hgx-h200")
+    t2 = C.collective_time("all_gather", 2**24, n + 1, "hgx-h200")
+    assert t2 >= t1 * 0.999
+
+
+def test_shm_is_slower_than_p2p_for_large_messages():
+    for coll in C.COLLECTIVES:
+        p2p = C.collective_time(coll, 2**28, 2, SYSTEM)
+        shm = C.collective_time(coll, 2**28, 2, SYSTEM, transport="shm")
+        assert shm > 3 * p2p, coll
+
+
+def test_protocol_choice_has_the_measured_shape():
+    """LL wins small messages, Simple wins large ones (NCCL's tuner does the same)."""
+    p = C.predict("all_reduce", [1024, 2**30], 2, SYSTEM)
+    assert list(p.protocol) == ["LL", "Simple"]
+    forced = C.predict("all_reduce", 2**30, 2, SYSTEM, protocol="LL")
+    assert forced.time[0] > 2 * p.time[1]              # LL's bandwidth is ~38%
+
+
+def test_nvls_only_where_the_switch_reduces():
+    with pytest.raises(ValueError, match="nvls"):
+        C.predict("all_reduce", 2**30, 8, "h100-pcie", algorithm="nvls")
+    with pytest.raises(ValueError, match="all_reduce"):
+        C.predict("all_gather", 2**30, 8, "hgx-h200", algorithm="tree")
+
+
+def test_calibration_reproduces_the_model_data():
+    """nccl_model.yaml's per-collective values are what calibrate() derives."""
+    for transport, sweeps in SWEEPS.items():
+        for coll, a in sweeps.items():
+            got = C.calibrate(coll, a[:, 0], a[:, 1], 2, SYSTEM, transport=transport)
+            here = f"transports/{transport}/collectives/{coll}"
+            assert got["launch_s"] == pytest.approx(
+                C.model_constant(f"{here}/launch_s"), rel=2e-3, abs=2e-9)
+            assert got["efficiency"] == pytest.approx(
+                C.model_constant(f"{here}/efficiency"), rel=2e-3)
+
+
+@pytest.mark.parametrize("transport", sorted(SWEEPS))
+def test_model_against_our_h200_sweeps(transport):
+    """Current accuracy on the calibration data (2 ranks). Target for independent
+    runs: +-15% from 64 KiB, +-30% below; see the collectives issue."""
+    for coll, a in SWEEPS[transport].items():
+        s, t = a[:, 0], a[:, 1]
+        err = np.abs(C.predict(coll, s, 2, SYSTEM, transport=transport).time / t - 1)
+        assert err.mean() < 0.10, (coll, err.mean())
+        assert err[s >= 65536].max() < 0.40, (coll, err[s >= 65536].max())
+        assert err[s >= 2**26].max() < 0.20, (coll, err[s >= 2**26].max())
+
+
+def test_calibrate_needs_small_and_large_sizes():
+    with pytest.raises(ValueError, match="message_bytes"):
+        C.calibrate("all_reduce", [2**20, 2**21], [1e-5, 2e-5], 2, SYSTEM)
+
+
+def test_model_constant_errors_name_the_path():
+    with pytest.raises(ValueError, match="path"):
+        C.model_constant("protocols/LL256/bandwidth")
+    assert set(C.PROTOCOLS) <= set(C.model_constant("protocols"))
+    assert specs.read_data_text("nccl_model.yaml")
+
+
+def test_every_preset_predicts():
+    for name in systems.names():
+        sysm = systems.get(name)
+        p = C.predict("all_reduce", [8, 2**20, 2**30], sysm.n_gpus, sysm)
+        assert np.all(p.time > 0) and np.all(np.diff(p.time) > 0)
