@@ -15,7 +15,14 @@ Schema of one system (all keys required unless marked optional)::
         gpu_variant: SXM5 80GB     # optional free text
         n_gpus: 8                  # GPUs in the whole system
         gpus_per_node: 8
-        nvlink: {generation: 4, links_per_gpu: 18, fabric: nvswitch}  # or mesh / none
+        nvlink:
+          generation: 4
+          links_per_gpu: 18
+          fabric: nvswitch         # or hybrid_cube_mesh / mesh / none
+          nvls: true               # optional (default false): in-switch reduction
+          domain_gpus: 8           # optional (default gpus_per_node; 1 without NVLink)
+          switch_chips: 4          # optional, nvswitch only: NVSwitch chips per domain
+          # peer_links: [[0, 1, ...], ...]  # optional; required for hybrid_cube_mesh
         pcie: {generation: 5, lanes: 16, max_payload_bytes: 256}
         host_copy:
           source: "where the numbers come from"
@@ -27,8 +34,26 @@ Schema of one system (all keys required unless marked optional)::
             d2h: {latency_s: 5.0e-5, host_memcpy_gb_per_s: 18.0, issue_floor_s: 3.3e-5}
         p2p: {via: nvlink, latency_s: 1.5e-5, efficiency: 0.88, issue_floor_s: 5.1e-5,
               source: "..."}
+        network:                   # optional: the scale-out path between nodes
+          nic: ConnectX-7          # a name from gpulab.specs.nics()
+          nics_per_node: 8
+          fabric: infiniband       # or ethernet
         source: "where the hardware description comes from"
         accessed: "2026-11-30"
+
+NVLink fabrics (:data:`FABRICS`): ``nvswitch`` (every GPU reaches every other GPU of
+its NVLink domain through switch chips, over all of its links), ``hybrid_cube_mesh``
+(DGX-1: direct links, some pairs with two links, some pairs with none; the
+``peer_links`` matrix says which), ``mesh`` (direct links split evenly among the
+peers unless ``peer_links`` says otherwise) and ``none``. ``nvls`` marks in-switch
+reduction (NVLink SHARP), a feature of the third-generation NVSwitch and later: it
+needs ``fabric: nvswitch`` and NVLink 4 or newer (A100's second-generation NVSwitch
+has none). ``domain_gpus`` is the number of GPUs in one NVLink domain: the GPUs of a
+node (the default), fewer (bridged pairs in a PCIe server) or several nodes' worth
+(an NVL72 rack: ``nvswitch`` only). ``peer_links`` is a ``domain_gpus`` x
+``domain_gpus`` symmetric matrix of link counts with a zero diagonal (row sums at most
+``links_per_gpu``). Systems of several nodes whose GPUs are not all in one NVLink
+domain need a ``network`` section.
 
 Units: seconds, fractions, GB/s (1e9 bytes per second, per direction). Write small
 numbers with a decimal point (``6.0e-6``): YAML 1.1 reads ``6e-6`` as text.
@@ -41,13 +66,19 @@ The copy model is in :mod:`gpulab.pcie`.
 Examples
 --------
 >>> from gpulab import systems
->>> systems.names()
-['dgx-h100', 'h100-pcie', 'h200-x2-measured', 'hgx-h200']
+>>> systems.names()  # doctest: +NORMALIZE_WHITESPACE
+['dgx-1-v100', 'dgx-a100', 'dgx-h100', 'gb200-nvl72', 'h100-pcie',
+ 'h200-x2-measured', 'hgx-h200', 'hgx-h200-2node']
 >>> s = systems.get("hgx-h200")
 >>> s.gpu, s.n_gpus, s.nvlink.fabric, s.pcie.generation
 ('H200', 8, 'nvswitch', 5)
 >>> round(s.host_copy.params("pinned", "h2d").efficiency, 2)
 0.88
+>>> s.nvlink.nvls, s.nodes, s.nvlink_domain, s.network_bandwidth_per_gpu.gb_per_s
+(True, 1, 8, 50.0)
+>>> two = systems.get("hgx-h200-2node")
+>>> two.nodes, two.nvlink_domain, two.network.nic
+(2, 8, 'ConnectX-7')
 """
 from __future__ import annotations
 
@@ -63,12 +94,16 @@ from ._validate import check_choice
 
 __all__ = [
     "System", "NVLinkConfig", "PCIeConfig", "CopyParams", "HostCopy", "P2PConfig",
-    "FABRICS", "P2P_VIA", "names", "get", "load", "parse", "resolve",
+    "NetworkConfig", "FABRICS", "NETWORK_FABRICS", "P2P_VIA", "names", "get", "load",
+    "parse", "resolve", "nvlink_peers",
 ]
 
 #: NVLink fabrics: NVSwitch (every GPU reaches every other over all its links),
+#: DGX-1's hybrid cube mesh (direct links, uneven per pair, given by ``peer_links``),
 #: a direct mesh (links split among the peers), or no NVLink.
-FABRICS = ("nvswitch", "mesh", "none")
+FABRICS = ("nvswitch", "hybrid_cube_mesh", "mesh", "none")
+#: Scale-out networks between nodes.
+NETWORK_FABRICS = ("infiniband", "ethernet")
 #: How GPU-to-GPU copies travel.
 P2P_VIA = ("nvlink", "pcie", "host")
 _DIRECTIONS = ("h2d", "d2h")
@@ -77,12 +112,51 @@ _MEMORIES = ("pinned", "pageable")
 
 @dataclass(frozen=True)
 class NVLinkConfig:
-    """NVLink of each GPU: ``generation`` (None without NVLink), ``links_per_gpu``,
-    ``fabric`` (one of :data:`FABRICS`)."""
+    """NVLink of each GPU.
+
+    Attributes
+    ----------
+    generation : int or None
+        NVLink generation (None without NVLink).
+    links_per_gpu : int
+        NVLink links of one GPU.
+    fabric : str
+        One of :data:`FABRICS`.
+    nvls : bool
+        In-switch reduction (NVLink SHARP) available: third-generation NVSwitch or
+        later. False by default.
+    domain_gpus : int or None
+        GPUs in one NVLink domain; None means "not given" (see
+        :attr:`System.nvlink_domain` for the default).
+    peer_links : tuple of tuple of int, or None
+        Links between GPU ``i`` and GPU ``j`` of one domain (hybrid cube mesh and
+        irregular meshes); None where the fabric is regular.
+    switch_chips : int or None
+        NVSwitch chips of one NVLink domain (``nvswitch`` only; None: not given).
+    """
 
     generation: int | None
     links_per_gpu: int
     fabric: str
+    nvls: bool = False
+    domain_gpus: int | None = None
+    peer_links: tuple[tuple[int, ...], ...] | None = None
+    switch_chips: int | None = None
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    """Scale-out network of each node: ``nic`` (a name in ``gpulab/data/nics.csv``),
+    ``nics_per_node`` and ``fabric`` (one of :data:`NETWORK_FABRICS`)."""
+
+    nic: str
+    nics_per_node: int
+    fabric: str
+
+    @property
+    def nic_spec(self):
+        """The :class:`gpulab.specs.NICSpec` of the adapter."""
+        return specs.nic(self.nic)
 
 
 @dataclass(frozen=True)
@@ -160,11 +234,42 @@ class System:
     p2p: P2PConfig
     source: str
     accessed: str
+    network: NetworkConfig | None = None
+
+    @property
+    def nodes(self):
+        """Number of nodes, ``n_gpus / gpus_per_node`` (a whole number: the parser
+        refuses anything else)."""
+        return self.n_gpus // self.gpus_per_node
 
     @property
     def n_nodes(self):
-        """Number of nodes (``n_gpus / gpus_per_node``)."""
-        return self.n_gpus // self.gpus_per_node
+        """Same as :attr:`nodes` (older name)."""
+        return self.nodes
+
+    @property
+    def nvlink_domain(self):
+        """GPUs in one NVLink domain: ``nvlink.domain_gpus`` if given, else 1
+        without NVLink and ``gpus_per_node`` with it."""
+        if self.nvlink.domain_gpus is not None:
+            return self.nvlink.domain_gpus
+        return 1 if self.nvlink.fabric == "none" else self.gpus_per_node
+
+    @property
+    def network_bandwidth_per_gpu(self):
+        """Scale-out bandwidth of one GPU, per direction, or None without a network.
+
+        NIC line rate x ports x ``nics_per_node`` / ``gpus_per_node`` (a
+        :class:`gpulab.units.Bandwidth`): the GPUs of a node share its NICs.
+        """
+        if self.network is None:
+            return None
+        nic = self.network.nic_spec
+        rate = nic.line_rate.to_per_direction() \
+            if nic.line_rate.direction != units.PER_DIRECTION else nic.line_rate
+        return units.Bandwidth(rate.bytes_per_s * nic.ports
+                               * self.network.nics_per_node / self.gpus_per_node,
+                               units.PER_DIRECTION)
 
     @property
     def gpu_spec(self):
@@ -173,16 +278,20 @@ class System:
 
     @property
     def nvlink_links_to_peer(self):
-        """NVLink links a copy between two GPUs of one node can use.
+        """NVLink links a copy between two GPUs of one NVLink domain can use.
 
         NVSwitch: all links of the GPU; mesh: the links of one GPU split evenly
-        among its peers; no NVLink: 0.
+        among its peers; hybrid cube mesh, or a mesh with ``peer_links``: the links
+        between GPU 0 and GPU 1 (the pair a copy benchmark measures by default; other
+        pairs differ, see :func:`nvlink_peers`); no NVLink: 0.
         """
+        if self.nvlink.fabric == "none":
+            return 0
+        if self.nvlink.peer_links is not None:
+            return self.nvlink.peer_links[0][1] if self.nvlink_domain > 1 else 0
         if self.nvlink.fabric == "nvswitch":
             return self.nvlink.links_per_gpu
-        if self.nvlink.fabric == "mesh":
-            return self.nvlink.links_per_gpu // max(self.gpus_per_node - 1, 1)
-        return 0
+        return self.nvlink.links_per_gpu // max(self.nvlink_domain - 1, 1)
 
 
 # --- parsing with line numbers -------------------------------------------------------
@@ -323,13 +432,23 @@ class _Reader:
             self.fail(key, f"must be one of {', '.join(map(repr, choices))}; got {v!r}")
         return v
 
+    def boolean(self, key, default=False):
+        if key not in self.value:
+            return default
+        v = self.value.get(key)
+        if not isinstance(v, bool):
+            self.fail(key, f"must be true or false; got {v!r}")
+        return v
+
     def sub(self, key, allowed, optional=()):
         return _Reader(self.doc, self.path + (key,), self.value.get(key), allowed,
                        optional)
 
 
 _TOP = ("description", "gpu", "gpu_variant", "n_gpus", "gpus_per_node", "nvlink",
-        "pcie", "host_copy", "p2p", "source", "accessed")
+        "pcie", "host_copy", "p2p", "network", "source", "accessed")
+_NVLINK_KEYS = ("generation", "links_per_gpu", "fabric", "nvls", "domain_gpus",
+                "peer_links", "switch_chips")
 
 
 def _copy_params(r, kind):
@@ -348,23 +467,17 @@ def _copy_params(r, kind):
 
 def _system(doc, name, value):
     path = ("systems", name)
-    r = _Reader(doc, path, value, _TOP, optional=("gpu_variant",))
+    r = _Reader(doc, path, value, _TOP, optional=("gpu_variant", "network"))
     gpu = r.choice("gpu", specs.gpu_names())
     n_gpus = r.integer("n_gpus", 1)
     per_node = r.integer("gpus_per_node", 1, n_gpus)
     if n_gpus % per_node:
         r.fail("n_gpus", f"must be a multiple of gpus_per_node ({per_node}); "
                          f"got {n_gpus}")
-    nv = r.sub("nvlink", ("generation", "links_per_gpu", "fabric"))
-    fabric = nv.choice("fabric", FABRICS)
-    gens = [g.generation for g in specs.nvlink_generations()]
-    nvlink = NVLinkConfig(
-        generation=nv.integer("generation", min(gens), max(gens),
-                              allow_none=fabric == "none"),
-        links_per_gpu=nv.integer("links_per_gpu", 0 if fabric == "none" else 1, 1024),
-        fabric=fabric)
-    if fabric == "none" and nvlink.links_per_gpu:
-        nv.fail("links_per_gpu", "must be 0 when fabric is 'none'")
+    nvlink = _nvlink(r.sub("nvlink", _NVLINK_KEYS, optional=_NVLINK_KEYS[3:]),
+                     n_gpus, per_node)
+    fabric = nvlink.fabric
+    domain = nvlink.domain_gpus
     pc = r.sub("pcie", ("generation", "lanes", "max_payload_bytes"))
     from . import pcie as _pcie  # late: gpulab.pcie imports this module
     pcie = PCIeConfig(
@@ -388,11 +501,23 @@ def _system(doc, name, value):
     via = pp.choice("via", P2P_VIA)
     if via == "nvlink" and fabric == "none":
         pp.fail("via", "is 'nvlink' but nvlink.fabric is 'none'")
-    if via == "nvlink" and fabric == "mesh" and nvlink.links_per_gpu < per_node - 1:
-        pp.fail("via", f"is 'nvlink' but a mesh of {per_node} GPUs with "
+    if via == "nvlink" and fabric == "mesh" and nvlink.peer_links is None \
+            and nvlink.links_per_gpu < domain - 1:
+        pp.fail("via", f"is 'nvlink' but a mesh of {domain} GPUs with "
                        f"{nvlink.links_per_gpu} links per GPU has no link per peer")
+    if via == "nvlink" and nvlink.peer_links is not None and domain > 1 \
+            and not nvlink.peer_links[0][1]:
+        pp.fail("via", "is 'nvlink' but nvlink.peer_links has no link between GPU 0 "
+                       "and GPU 1 (the pair the copy model uses)")
     p2p = P2PConfig(via=via, params=_copy_params(pp, "efficiency"),
                     source=pp.text("source"))
+    network = None
+    if "network" in r.value:
+        network = _network(r.sub("network", ("nic", "nics_per_node", "fabric")))
+    elif n_gpus // per_node > 1 and domain < n_gpus:
+        r.fail("n_gpus", f"spans {n_gpus // per_node} nodes whose GPUs are not all in "
+                         f"one NVLink domain ({domain} GPUs), so the system needs a "
+                         "'network' section (nic, nics_per_node, fabric)")
     accessed = r.raw("accessed")
     if hasattr(accessed, "isoformat"):          # YAML reads 2026-11-30 as a date
         accessed = accessed.isoformat()
@@ -402,7 +527,94 @@ def _system(doc, name, value):
                   gpu_variant=r.text("gpu_variant", None), n_gpus=n_gpus,
                   gpus_per_node=per_node, nvlink=nvlink, pcie=pcie,
                   host_copy=host_copy, p2p=p2p, source=r.text("source"),
-                  accessed=accessed)
+                  accessed=accessed, network=network)
+
+
+def _nvlink(nv, n_gpus, per_node):
+    """The ``nvlink`` section: generation, links, fabric, nvls, domain, peer links."""
+    fabric = nv.choice("fabric", FABRICS)
+    gens = [g.generation for g in specs.nvlink_generations()]
+    generation = nv.integer("generation", min(gens), max(gens),
+                            allow_none=fabric == "none")
+    links_per_gpu = nv.integer("links_per_gpu", 0 if fabric == "none" else 1, 1024)
+    if fabric == "none" and links_per_gpu:
+        nv.fail("links_per_gpu", "must be 0 when fabric is 'none'")
+    nvls = nv.boolean("nvls")
+    if nvls and fabric != "nvswitch":
+        nv.fail("nvls", f"is true but fabric is {fabric!r}: in-switch reduction "
+                        "needs fabric 'nvswitch'")
+    if nvls and generation is not None and generation < 4:
+        nv.fail("nvls", f"is true but NVLink {generation} predates the "
+                        "third-generation NVSwitch (NVLink 4), the first with "
+                        "in-switch reduction")
+    if "domain_gpus" in nv.value:
+        domain = nv.integer("domain_gpus", 1, n_gpus)
+    else:
+        domain = 1 if fabric == "none" else per_node
+    if fabric == "none" and domain != 1:
+        nv.fail("domain_gpus", f"must be 1 when fabric is 'none'; got {domain}")
+    if n_gpus % domain or (domain % per_node and per_node % domain):
+        nv.fail("domain_gpus", f"must divide n_gpus ({n_gpus}) and either divide or be "
+                               f"a multiple of gpus_per_node ({per_node}); got {domain}")
+    if domain > per_node and fabric != "nvswitch":
+        nv.fail("domain_gpus", f"spans several nodes ({domain} > gpus_per_node "
+                               f"{per_node}), which needs fabric 'nvswitch'; got "
+                               f"{fabric!r}")
+    peer_links = None
+    if "peer_links" in nv.value:
+        if fabric not in ("hybrid_cube_mesh", "mesh"):
+            nv.fail("peer_links", f"applies to direct fabrics (hybrid_cube_mesh, mesh) "
+                                  f"only; fabric is {fabric!r}")
+        peer_links = _peer_links(nv, domain, links_per_gpu)
+    elif fabric == "hybrid_cube_mesh":
+        nv.fail("fabric", "is 'hybrid_cube_mesh', which needs nvlink.peer_links (the "
+                          "links between every pair of GPUs)")
+    switch_chips = None
+    if "switch_chips" in nv.value:
+        if fabric != "nvswitch":
+            nv.fail("switch_chips", f"applies to fabric 'nvswitch' only; fabric is "
+                                    f"{fabric!r}")
+        switch_chips = nv.integer("switch_chips", 1, 1024)
+    return NVLinkConfig(generation=generation, links_per_gpu=links_per_gpu,
+                        fabric=fabric, nvls=nvls, domain_gpus=domain,
+                        peer_links=peer_links, switch_chips=switch_chips)
+
+
+def _peer_links(nv, domain, links_per_gpu):
+    """Validate the ``peer_links`` matrix: square (``domain``), symmetric, zero
+    diagonal, non-negative integers, row sums at most ``links_per_gpu``."""
+    m = nv.value["peer_links"]
+    path = nv.path + ("peer_links",)
+    if not isinstance(m, list) or len(m) != domain:
+        nv.fail("peer_links", f"must be a list of {domain} rows (domain_gpus); got "
+                              f"{m!r}"[:200])
+    rows = []
+    for i, row in enumerate(m):
+        if not isinstance(row, list) or len(row) != domain or any(
+                isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in row):
+            nv.doc.fail(path + (i,), f"must be a list of {domain} integers >= 0; "
+                                     f"got {row!r}"[:200])
+        if row[i]:
+            nv.doc.fail(path + (i,), f"GPU {i} cannot link to itself: entry {i} must "
+                                     f"be 0; got {row[i]}")
+        if sum(row) > links_per_gpu:
+            nv.doc.fail(path + (i,), f"GPU {i} uses {sum(row)} links, more than "
+                                     f"links_per_gpu ({links_per_gpu})")
+        rows.append(tuple(row))
+    for i in range(domain):
+        for j in range(i):
+            if rows[i][j] != rows[j][i]:
+                nv.doc.fail(path + (i,), f"must be symmetric: GPU {i} -> {j} has "
+                                         f"{rows[i][j]} links but GPU {j} -> {i} has "
+                                         f"{rows[j][i]}")
+    return tuple(rows)
+
+
+def _network(nw):
+    """The optional ``network`` section."""
+    return NetworkConfig(nic=nw.choice("nic", [n.name for n in specs.nics()]),
+                         nics_per_node=nw.integer("nics_per_node", 1, 1024),
+                         fabric=nw.choice("fabric", NETWORK_FABRICS))
 
 
 def parse(text, *, source="<text>"):
@@ -501,6 +713,47 @@ def get(name):
     table = _presets()
     check_choice("name", name, sorted(table))
     return table[name]
+
+
+def nvlink_peers(system):
+    """NVLink links between every pair of GPUs of one NVLink domain.
+
+    Every domain of a system is wired alike, so the answer is given for the GPUs
+    ``0 .. nvlink_domain - 1`` of the first one.
+
+    Parameters
+    ----------
+    system : System or str
+        A :class:`System`, a preset name or a YAML file path (see :func:`resolve`).
+
+    Returns
+    -------
+    dict[int, dict[int, int]]
+        ``{gpu: {peer: links}}`` listing only the peers reachable over NVLink and
+        the links a transfer between the two can use: through NVSwitch, all the
+        GPU's links to every peer of the domain; in a mesh, the ``peer_links``
+        matrix or an even split; without NVLink, no peers.
+
+    Examples
+    --------
+    >>> nvlink_peers("dgx-1-v100")[0]
+    {1: 1, 2: 1, 3: 2, 4: 2}
+    >>> len(nvlink_peers("gb200-nvl72")[0]), nvlink_peers("gb200-nvl72")[0][71]
+    (71, 18)
+    >>> nvlink_peers("h100-pcie")[0]
+    {}
+    """
+    s = resolve(system)
+    n = s.nvlink_domain
+    nv = s.nvlink
+    if nv.fabric == "none":
+        return {g: {} for g in range(n)}
+    if nv.peer_links is not None:
+        return {g: {p: k for p, k in enumerate(nv.peer_links[g]) if k}
+                for g in range(n)}
+    each = nv.links_per_gpu if nv.fabric == "nvswitch" else \
+        nv.links_per_gpu // max(n - 1, 1)
+    return {g: {p: each for p in range(n) if p != g and each} for g in range(n)}
 
 
 def resolve(system):

@@ -349,6 +349,8 @@ CASES = [
     Case(systems.parse, {"text": _SYSTEMS_YAML, "source": "box.yaml"},
          {"text": [None, 3, True, b"systems: {}", ["systems"]],
           "source": [None, 3, True, ["x"]]}),
+    # collectives issue: NVLink peers of a preset (hybrid cube mesh, NVL72 ...)
+    Case(systems.nvlink_peers, {"system": "dgx-1-v100"}, {"system": _SYSTEM_BAD}),
 ]
 
 #: Public functions with no parameters (nothing to refuse).

@@ -222,9 +222,10 @@ def test_predict_csv_every_system_and_kind(system, kind, memory):
     bw = [float(r["bandwidth_GBps"]) for r in rows]
     np.testing.assert_allclose(bw, np.array(sizes_) / expected / 1e9, rtol=2e-3,
                                atol=1e-3)
+    # at 1 GiB the fixed latency still costs up to ~1.5% on the fastest links
     assert bw[-1] == pytest.approx(
         pcie.copy_bandwidth(kind, memory=memory or "pinned", system=system).gb_per_s,
-        rel=0.01)
+        rel=0.02)
 
 
 def test_predict_defaults_are_8_bytes_to_4g_by_2():

@@ -134,7 +134,7 @@ def test_effective_bandwidth_approaches_bandwidth(alpha, bw):
 def test_effective_bandwidth_monotonic_in_size(s1, s2, alpha, bw):
     assume(s1 < s2 * (1 - 1e-9))
     e1, e2 = (links.effective_bandwidth(s, alpha, bw) for s in (s1, s2))
-    assert e1 <= e2
+    assert e1 <= e2 * (1 + 1e-12)              # equal up to rounding when alpha ~ 0
     if alpha * bw.bytes_per_s > 1e-6 * s2:      # latency visible in double precision
         assert e1 < e2
 
