@@ -42,6 +42,10 @@ VALUES = {
     ("link", "links"): [4, 6, 12, 18],
     ("link", "compare"): ["900 GB/s bidirectional", "1.8 TB/s bidirectional",
                           "400 Gb/s per direction"],
+    # pasted `nvidia-smi topo -m` texts ("" = use the sample)
+    ("topology", "text"): ["", *(
+        __import__("gpulab.widgets", fromlist=["x"]).topology_samples()[k]
+        for k in ("layout-a", "layout-b", "pcie-box"))],
 }
 
 
@@ -51,6 +55,8 @@ def default_values(control):
         lo, hi = control.min, control.max
         vals = [lo + (hi - lo) * f for f in (0.2, 0.5, 0.8)]
         return [int(round(v)) if isinstance(control, W.IntSlider) else v for v in vals]
+    if isinstance(control, W.Checkbox):
+        return [True, False]
     options = getattr(control, "options", None)
     if options:
         opts = [o[1] if isinstance(o, tuple) else o for o in options]

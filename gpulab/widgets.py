@@ -13,6 +13,7 @@ cores, see ``benchmarks/widgets.py``).
 """
 from __future__ import annotations
 
+import functools
 import html
 import io
 import re
@@ -22,7 +23,9 @@ import ipywidgets as W
 from . import links, plotting, scaling, specs, units
 
 __all__ = ["explorers", "scaling_explorer", "link_explorer", "parse_params",
-           "parse_bandwidth"]
+           "parse_bandwidth", "pcie_explorer", "pipeline_explorer",
+           "topology_explorer", "topology_samples", "PIPELINE_LAYOUTS",
+           "PIPELINE_REFERENCES"]
 
 _MSG_STYLE = ("color:#8a1c1c;background:#fdecea;border:1px solid #f5c2c0;"
               "padding:4px 8px;border-radius:4px")
@@ -314,6 +317,541 @@ def link_explorer(generation=4, *, compare=None):
     return _LinkExplorer(generation, compare)
 
 
+# --- Chapter 3: PCIe link budget ------------------------------------------------------
+def _h200_pinned_h2d():
+    """Measured pinned host-to-device peak of our 2x H200 run (per direction)."""
+    from . import measurements
+
+    return measurements.copy_bandwidth().peak("h2d_pinned")
+
+
+_MEASURED_LABEL = "measured pinned H2D, 2× H200"
+
+
+def _gbs(bw):
+    """'63.0 GB/s' (3 significant digits below 10 GB/s): display only."""
+    v = bw.gb_per_s
+    return f"{v:.3g} GB/s" if v < 10 else f"{v:.1f} GB/s"
+
+
+class _PCIeExplorer(_Explorer):
+    def __init__(self, generation, lanes, max_payload_bytes, header_bytes, ecrc):
+        from . import pcie
+
+        style = {"description_width": "initial"}
+        gens = specs.pcie_generations()
+        controls = {
+            "generation": W.Dropdown(
+                options=[(f"Gen{g.generation} ({g.transfer_rate_gt_per_s:g} GT/s)",
+                          g.generation) for g in gens],
+                value=generation, description="Generation", style=style),
+            "lanes": W.Dropdown(options=[(f"x{n}", n) for n in (1, 2, 4, 8, 16)],
+                                value=lanes, description="Lanes", style=style,
+                                layout=W.Layout(width="150px")),
+            "max_payload_bytes": W.Dropdown(
+                options=[(f"{p} B", p)
+                         for p in pcie.protocol_constant("max_payload_bytes")],
+                value=max_payload_bytes, description="Max payload size",
+                style=style, layout=W.Layout(width="230px")),
+            "header_bytes": W.ToggleButtons(
+                options=[("3 DW (12 B)", 12), ("4 DW (16 B)", 16)],
+                value=header_bytes, description="TLP header", style=style),
+            "ecrc": W.Checkbox(value=ecrc, description="ECRC (+4 B per TLP)",
+                               indent=False),
+        }
+        super().__init__(controls, _PNGView(figsize=(7.0, 3.0)))
+        self.view.fig.subplots_adjust(left=0.31, right=0.97, top=0.97, bottom=0.16)
+        self.update()
+
+    def _rows(self):
+        c = self.controls
+        return [(c["generation"], c["lanes"], c["max_payload_bytes"]),
+                (c["header_bytes"], c["ecrc"])]
+
+    def _update(self):
+        from . import pcie
+
+        c = self.controls
+        gen, lanes = c["generation"].value, c["lanes"].value
+        mps, hdr, ecrc = (c["max_payload_bytes"].value, c["header_bytes"].value,
+                          c["ecrc"].value)
+        raw = pcie.raw_bandwidth(gen, lanes)
+        enc = pcie.encoded_bandwidth(gen, lanes)
+        eff = pcie.effective_bandwidth(gen, lanes, mps, header_bytes=hdr, ecrc=ecrc)
+        measured = _h200_pinned_h2d() if (gen, lanes) == (5, 16) else None
+        self.view.render(lambda ax: plotting.plot_pcie_budget(
+            gen, lanes, mps, header_bytes=hdr, ecrc=ecrc, measured=measured,
+            measured_label=_MEASURED_LABEL, ax=ax))
+        bidir = raw.to_bidirectional()
+        lines = [
+            f"PCIe Gen{gen} x{lanes}, max payload {mps} B, "
+            f"{hdr // 4}-DW headers{', ECRC' if ecrc else ''}: "
+            f"{_gbs(raw)} raw → {_gbs(enc)} encoded → "
+            f"<b>{_gbs(eff)} effective, per direction</b> "
+            f"({eff / raw:.0%} of raw).",
+            f"Spec sheets add both directions: {_gbs(bidir)} raw bidirectional "
+            "(NVIDIA's “128 GB/s” is this figure for Gen5 x16).",
+        ]
+        if measured is not None:
+            lines.append(f"Measured pinned H2D on 2× H200: {_gbs(measured)} per "
+                         f"direction, {measured / eff:.0%} of this ceiling.")
+        else:
+            lines.append("The measured 2× H200 line appears for Gen5 x16 only.")
+        self.summary.value = "<br>".join(lines)
+
+
+def pcie_explorer(generation=5, lanes=16, max_payload_bytes=256, *,
+                  header_bytes=16, ecrc=False):
+    """PCIe link budget: raw → encoded → after TLPs → effective, per direction.
+
+    Controls: generation (1-6), lanes, max payload size, TLP header (3 or 4
+    DW) and ECRC. Calls :func:`gpulab.pcie.raw_bandwidth`,
+    :func:`gpulab.pcie.encoded_bandwidth`, :func:`gpulab.pcie.effective_bandwidth`
+    and :func:`gpulab.plotting.plot_pcie_budget`. For Gen5 x16 the measured
+    pinned host-to-device peak of our 2x H200 run is drawn as a reference line.
+    """
+    from . import pcie
+
+    specs.pcie(generation)
+    pcie.effective_bandwidth(generation, lanes, max_payload_bytes,
+                             header_bytes=header_bytes, ecrc=ecrc)    # validates
+    if lanes not in (1, 2, 4, 8, 16):
+        raise ValueError(f"lanes must be one of 1, 2, 4, 8, 16; got {lanes!r}")
+    return _PCIeExplorer(generation, lanes, max_payload_bytes, header_bytes, ecrc)
+
+
+# --- Chapter 3: pipeline-stage placement ----------------------------------------------
+#: Servers of the pipeline explorer: key -> label.
+PIPELINE_LAYOUTS = {
+    "A": "layout A: 2 CPUs, 1 switch each",
+    "B": "layout B: 1 CPU, cascaded switches",
+    "nvswitch": "NVSwitch node (HGX H200)",
+}
+#: Reference placements of two consecutive stages: (label, layout, (src, dst)).
+PIPELINE_REFERENCES = (
+    ("(a) same switch", "A", ("gpu0", "gpu1")),
+    ("(b) 2 switches, 1 CPU", "B", ("gpu1", "gpu2")),
+    ("(c) across CPUs", "A", ("gpu3", "gpu4")),
+    ("(d) NVLink", "nvswitch", ("gpu3", "gpu4")),
+)
+_TRANSPORT_KIND = {"P2P/NVLink": "nvlink", "P2P/PCIe": "pcie", "SHM": "compute"}
+_TRANSPORT_SHORT = {"P2P/NVLink": "P2P", "P2P/PCIe": "P2P", "SHM": "via host"}
+_LAYOUT_SHORT = {"A": "A", "B": "B", "nvswitch": "HGX"}
+_TRANSPORT_WORDS = {"P2P/NVLink": "P2P over NVLink",
+                    "P2P/PCIe": "P2P over PCIe",
+                    "SHM": "through host memory (SHM)"}
+
+
+@functools.lru_cache(maxsize=None)
+def _pipeline_topology(layout):
+    from . import topology
+
+    return {"A": topology.layout_a, "B": topology.layout_b,
+            "nvswitch": lambda: topology.nvswitch_node("H200")}[layout]()
+
+
+def _transport_efficiency():
+    """Achieved share of a path's line rate per NCCL transport, from the data.
+
+    P2P/NVLink: our 2x H200 copies (``hgx-h200`` preset, 0.885 of 18 NVLink4
+    links); P2P/PCIe: the ``h100-pcie`` preset (0.836 of the encoded Gen5 x16
+    rate, from a published same-switch Gen4 measurement); SHM: our GPU -> pinned
+    host -> GPU copies (27.7 GB/s, 0.44 of the encoded Gen5 x16 rate).
+    """
+    return dict(_transport_efficiency_table())
+
+
+@functools.lru_cache(maxsize=None)
+def _transport_efficiency_table():
+    from . import measurements, pcie
+
+    enc = pcie.encoded_bandwidth(5, 16)
+    return tuple({
+        "P2P/NVLink": pcie.copy_bandwidth("p2p", system="hgx-h200")
+        / links.nvlink_gpu_bandwidth(4),
+        "P2P/PCIe": pcie.copy_bandwidth("p2p", system="h100-pcie") / enc,
+        "SHM": measurements.copy_bandwidth().peak("p2p_via_host") / enc,
+    }.items())
+
+
+def _gpu_label(node):
+    return "GPU" + node[3:]
+
+
+def _same_path(p, q):
+    """Whether two placements have the same class, transport and rates."""
+    return (p["class"], p["transport"], p["time"]) == (q["class"], q["transport"],
+                                                       q["time"])
+
+
+def _stage_row(label, layout, a, b, p):
+    """(label, time per micro-batch, colour kind) of one bar of the pipeline plot."""
+    text = (f"{label}\n{_LAYOUT_SHORT[layout]}: {_gpu_label(a)} → {_gpu_label(b)}, "
+            f"{p['class']}, {_TRANSPORT_SHORT[p['transport']]}")
+    return text, 2 * p["time"], _TRANSPORT_KIND[p["transport"]]
+
+
+class _PipelineExplorer(_Explorer):
+    def __init__(self, hidden, seq_len, micro_batch, dtype_bytes, layout, pair,
+                 n_micro_batches, compute_ms):
+        style = {"description_width": "initial"}
+        controls = {
+            "hidden": W.Dropdown(options=[1024, 2048, 4096, 5120, 8192, 12288, 16384],
+                                 value=hidden, description="Hidden size",
+                                 style=style, layout=W.Layout(width="200px")),
+            "seq_len": W.Dropdown(options=[2 ** k for k in range(9, 16)],
+                                  value=seq_len, description="Sequence length",
+                                  style=style, layout=W.Layout(width="230px")),
+            "micro_batch": W.IntSlider(value=micro_batch, min=1, max=16,
+                                       description="Micro-batch size", style=style),
+            "dtype_bytes": W.ToggleButtons(
+                options=[("FP32", 4), ("BF16/FP16", 2), ("FP8", 1)],
+                value=dtype_bytes, description="Activations", style=style),
+            "layout": W.Dropdown(options=[(v, k) for k, v in PIPELINE_LAYOUTS.items()],
+                                 value=layout, description="Server", style=style,
+                                 layout=W.Layout(width="360px")),
+            "pair": W.Dropdown(options=self._pair_options(layout), value=tuple(pair),
+                               description="Stage k → k+1 on", style=style,
+                               layout=W.Layout(width="300px")),
+            "n_micro_batches": W.IntSlider(value=n_micro_batches, min=1, max=64,
+                                           description="Micro-batches per step",
+                                           style=style),
+            "compute_ms": W.FloatSlider(value=compute_ms, min=1, max=1000, step=0.1,
+                                        description="Compute per micro-batch [ms]",
+                                        readout_format=".1f", style=style,
+                                        layout=W.Layout(width="420px")),
+        }
+        self._paths = {}
+        self.highlighted = None
+        super().__init__(controls, _PNGView(figsize=(7.0, 3.0), dpi=90))
+        self.view.fig.subplots_adjust(left=0.37, right=0.98, top=0.97, bottom=0.17)
+        controls["layout"].observe(self._on_layout, names="value")
+        self.update()
+
+    @staticmethod
+    def _pair_options(layout):
+        from . import topology
+
+        topo = _pipeline_topology(layout)
+        gpus = topo.gpus
+        out = []
+        for i, a in enumerate(gpus):
+            for b in gpus[i + 1:]:
+                cls = topology.path_class(topo, a, b)
+                out.append((f"{_gpu_label(a)} → {_gpu_label(b)} ({cls})", (a, b)))
+        return out
+
+    def _rows(self):
+        c = self.controls
+        return [(c["hidden"], c["seq_len"]), (c["micro_batch"], c["dtype_bytes"]),
+                (c["layout"], c["pair"]), (c["n_micro_batches"],),
+                (c["compute_ms"],)]
+
+    def _on_layout(self, change):
+        pair = self.controls["pair"]
+        keep = pair.value
+        self._hold = True
+        try:
+            pair.options = self._pair_options(change["new"])
+            pair.value = keep
+        finally:
+            self._hold = False
+        self.update()
+
+    def _on_change(self, change=None):
+        if change is not None and change["owner"] is self.controls["layout"]:
+            return                                   # handled by _on_layout
+        super()._on_change(change)
+
+    def _path(self, layout, a, b):
+        """Class, transport, line rate, latency and achieved rate of a path."""
+        from . import topology
+
+        key = (layout, a, b)
+        if key not in self._paths:        # the topology queries, once per path
+            topo = _pipeline_topology(layout)
+            transport, _why = topology.nccl_transport(topo, a, b)
+            line = topology.bottleneck_bandwidth(topo, a, b)
+            self._paths[key] = {
+                "class": topology.path_class(topo, a, b), "transport": transport,
+                "line": line, "latency": topology.path_latency(topo, a, b),
+                "achieved": line * _transport_efficiency()[transport]}
+        return self._paths[key]
+
+    def _placement(self, layout, a, b, message_bytes):
+        p = dict(self._path(layout, a, b))
+        p["time"] = links.transfer_time(message_bytes, p["latency"], p["achieved"])
+        return p
+
+    def _update(self):
+        c = self.controls
+        message_bytes = (c["micro_batch"].value * c["seq_len"].value
+                         * c["hidden"].value * c["dtype_bytes"].value)
+        compute = c["compute_ms"].value * units.MS
+        m = c["n_micro_batches"].value
+        a, b = c["pair"].value
+        layout = c["layout"].value
+        mine = self._placement(layout, a, b, message_bytes)
+        rows, same = [], None
+        for i, (label, lay, (x, y)) in enumerate(PIPELINE_REFERENCES):
+            p = self._placement(lay, x, y, message_bytes)
+            rows.append(_stage_row(label, lay, x, y, p))
+            if same is None and _same_path(p, mine):
+                same = i
+        if same is None:                # not like any reference: a bar of its own
+            rows.append(_stage_row("your placement", layout, a, b, mine))
+            same = len(rows) - 1
+        self.highlighted = same
+        self.view.render(lambda ax: plotting.plot_stage_transfers(
+            rows, compute, highlight=same, ax=ax))
+        per_mb = 2 * mine["time"]
+        self.summary.value = "<br>".join([
+            f"Activation per micro-batch: {c['micro_batch'].value} × "
+            f"{c['seq_len'].value} × {c['hidden'].value} × "
+            f"{c['dtype_bytes'].value} B = "
+            f"{units.fmt_bytes(message_bytes)}; its gradient comes back, the "
+            "same size.",
+            f"Your placement ({PIPELINE_LAYOUTS[layout]}, {_gpu_label(a)} → "
+            f"{_gpu_label(b)}): {mine['class']}, "
+            f"{_TRANSPORT_WORDS[mine['transport']]}, "
+            f"{_gbs(mine['achieved'])} per direction achieved "
+            f"(line rate {_gbs(mine['line'])}).",
+            f"<b>Per micro-batch: {units.fmt_time(per_mb)}, "
+            f"{per_mb / compute:.1%} of {units.fmt_time(compute)} compute; "
+            f"per step ({m} micro-batches): {units.fmt_time(m * per_mb)}</b> "
+            "if not overlapped.",
+        ])
+
+
+def pipeline_explorer(hidden=4096, seq_len=4096, micro_batch=1, dtype_bytes=2,
+                      layout="A", pair=("gpu3", "gpu4"), n_micro_batches=8,
+                      compute_ms=None, *, gpu="H100", stage_params=1.75e9):
+    """Cost of the activation transfer between two consecutive pipeline stages.
+
+    Per micro-batch, stage k sends ``micro_batch x seq_len x hidden x
+    dtype_bytes`` of activations to stage k+1 and receives their gradient back.
+    The time of one transfer is :func:`gpulab.links.transfer_time` with the
+    path's :func:`gpulab.topology.path_latency` and its
+    :func:`gpulab.topology.bottleneck_bandwidth` times the achieved share of the
+    transport NCCL picks (:func:`gpulab.topology.nccl_transport`; shares from
+    the course data, see ``_transport_efficiency``). Bars: your placement and
+    four references, (a) same switch, (b) across switches under one CPU,
+    (c) across CPUs, (d) NVLink; the one that behaves like your placement is
+    outlined (a fifth bar is added if none does).
+
+    ``compute_ms`` (forward + backward of one micro-batch through one stage)
+    defaults to :func:`gpulab.scaling.data_parallel_step` for ``stage_params``
+    parameters and ``micro_batch x seq_len`` tokens on ``gpu`` (a 7B-parameter
+    model in four stages on H100 by default).
+    """
+    if layout not in PIPELINE_LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(PIPELINE_LAYOUTS)}; "
+                         f"got {layout!r}")
+    if compute_ms is None:
+        step = scaling.data_parallel_step(gpu, 1, stage_params,
+                                          micro_batch * seq_len)
+        compute_ms = step.compute_time / units.MS
+    return _PipelineExplorer(hidden, seq_len, micro_batch, dtype_bytes, layout,
+                             tuple(pair), n_micro_batches, compute_ms)
+
+
+# --- Chapter 3: read your own server --------------------------------------------------
+_MEASURED_SAMPLE = "h200-x2 (measured)"
+_CAPTURE = ("h200-x2-2026-11-30", "topo-m.txt")
+
+
+def topology_samples():
+    """Sample ``nvidia-smi topo -m`` outputs: ``{name: text}``.
+
+    The hand-written files of ``gpulab/data/topologies`` (by file stem) and the
+    real capture of our 2x H200 machine, ``"h200-x2 (measured)"``.
+    """
+    from importlib import resources
+
+    from . import measurements
+
+    folder = resources.files("gpulab").joinpath("data", "topologies")
+    out = {p.name[:-4]: p.read_text(encoding="utf-8")
+           for p in sorted(folder.iterdir(), key=lambda p: p.name)
+           if p.name.endswith(".txt")}
+    out[_MEASURED_SAMPLE] = measurements.raw_capture(*_CAPTURE)
+    return out
+
+
+class _TopologyExplorer(_Explorer):
+    _CACHE_SIZE = 8
+
+    def __init__(self, text, sample, acs_enabled, iommu):
+        from . import topology
+
+        style = {"description_width": "initial"}
+        self.samples = topology_samples()
+        controls = {
+            "sample": W.Dropdown(options=list(self.samples), value=sample,
+                                 description="Sample", style=style),
+            "text": W.Textarea(value=text, continuous_update=False,
+                               placeholder="Paste the output of `nvidia-smi topo -m` "
+                                           "here (it replaces the sample)",
+                               layout=W.Layout(width="100%", height="110px")),
+            "acs": W.Checkbox(value=acs_enabled, indent=False,
+                              description="ACS P2P redirect on"),
+            "iommu": W.Dropdown(options=list(topology.IOMMU_MODES), value=iommu,
+                                description="IOMMU", style=style,
+                                layout=W.Layout(width="200px")),
+        }
+        self.table = W.HTML()
+        self.source = None               # "sample <name>" or "pasted text"
+        self.topology = None
+        self._drawn = {}                 # text -> (Figure, Axes, PNG bytes)
+        self.draw_ms = {}                # text -> time to draw it the first time
+        super().__init__(controls, _PNGView(figsize=(6.4, 3.4), dpi=90))
+        self.children = (*self.children, self.table)
+        self.update()
+
+    def _rows(self):
+        c = self.controls
+        return [(c["sample"], c["acs"], c["iommu"]), (c["text"],)]
+
+
+    def _draw(self, text, topo, source):
+        """Draw ``topo`` on a figure of its own, once per text (cached)."""
+        import time
+
+        import matplotlib as mpl
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        if text in self._drawn:
+            self._drawn[text] = self._drawn.pop(text)     # most recently used
+            return self._drawn[text]
+        t0 = time.perf_counter()
+        with mpl.rc_context(plotting._STYLE):
+            fig = Figure(dpi=self.view.fig.dpi)
+            FigureCanvasAgg(fig)
+            ax = fig.add_subplot()
+            plotting.plot_topology(topo, ax=ax)
+            (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+            width = max(6.4, 0.56 * (x1 - x0 - 0.6))
+            height = 2.2 + 0.7 * (y1 - y0)
+            fig.set_size_inches(width, height)
+            fig.subplots_adjust(left=0.01, right=0.99, top=0.99,
+                                bottom=0.75 / height)
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=fig.dpi, bbox_inches="tight",
+                        pil_kwargs={"compress_level": 1})
+        self.draw_ms[source] = (time.perf_counter() - t0) * 1e3
+        if len(self._drawn) >= self._CACHE_SIZE:
+            self._drawn.pop(next(iter(self._drawn)))
+        self._drawn[text] = (fig, ax, buf.getvalue())
+        return self._drawn[text]
+
+    def _update(self):
+        c = self.controls
+        pasted = c["text"].value
+        if pasted.strip():
+            text, source = pasted, "your pasted text"
+        else:
+            text, source = self.samples[c["sample"].value], \
+                f"sample {c['sample'].value}"
+        topo = _parse_topology(text)    # TopoParseError (a ValueError) -> message
+        groups = _pair_groups(topo, c["acs"].value, c["iommu"].value)
+        fig, ax, png = self._draw(text, topo, source)
+        self.view.fig, self.view.ax = fig, ax
+        if self.view.image.value != png:
+            self.view.image.value = png
+        self.topology, self.source = topo, source
+        self.table.value = _pair_table_html(groups)
+        parts = []
+        for k, word in (("cpus", "CPU"), ("switches", "PCIe switch"),
+                        ("gpus", "GPU"), ("nics", "NIC"),
+                        ("nvswitches", "NVSwitch fabric")):
+            n = len(getattr(topo, k))
+            if n:
+                plural = "es" if word.endswith("h") else "s"
+                parts.append(f"{n} {word}{plural if n > 1 else ''}")
+        self.summary.value = (f"Read from {html.escape(source)}: "
+                              f"{', '.join(parts)}. Bandwidths are line rates "
+                              "per direction (PCIe Gen5 x16, NVLink4 assumed: "
+                              "the matrix does not say).")
+
+
+@functools.lru_cache(maxsize=32)
+def _parse_topology(text):
+    """``topology.parse_topo_matrix``, cached per text (errors are not cached)."""
+    from . import topology
+
+    return topology.parse_topo_matrix(text)
+
+
+def _pair_groups(topo, acs_enabled, iommu):
+    """GPU pairs of ``topo`` grouped by (class, P2P, transport, bandwidth)."""
+    from . import topology
+
+    groups = {}
+    gpus = topo.gpus
+    for i, a in enumerate(gpus):
+        for b in gpus[i + 1:]:
+            cls = topology.path_class(topo, a, b)
+            ok, why = topology.p2p_possible(topo, a, b, acs_enabled=acs_enabled,
+                                            iommu=iommu)
+            transport, why_t = topology.nccl_transport(
+                topo, a, b, acs_enabled=acs_enabled, iommu=iommu)
+            bw = topology.bottleneck_bandwidth(topo, a, b)
+            key = (cls, ok, why, transport, why_t, round(bw.gb_per_s, 6))
+            groups.setdefault(key, []).append(f"{_gpu_label(a)}–{_gpu_label(b)}")
+    return groups
+
+
+def _pair_table_html(groups):
+    head = ("<tr><th>GPU pairs</th><th>Path</th><th>P2P DMA</th>"
+            "<th>NCCL transport</th><th>Bottleneck<br>[GB/s per direction]</th>"
+            "</tr>")
+    body = []
+    for (cls, ok, why, transport, why_t, bw), pairs in groups.items():
+        shown = ", ".join(pairs[:6]) + (f", … ({len(pairs)} pairs)"
+                                        if len(pairs) > 6 else "")
+        body.append(
+            f"<tr><td>{html.escape(shown)}</td><td><b>{cls}</b></td>"
+            f"<td>{'yes' if ok else '<b>no</b>'}<br><small>{html.escape(why)}"
+            f"</small></td><td>{transport}<br><small>{html.escape(why_t)}"
+            f"</small></td><td>{bw:.1f}</td></tr>")
+    return ('<table class="table" style="font-size:90%"><thead>' + head
+            + "</thead><tbody>" + "".join(body) + "</tbody></table>")
+
+
+def topology_explorer(text=None, *, sample="dgx-h100", acs_enabled=False,
+                      iommu="off"):
+    """Read an ``nvidia-smi topo -m`` output: drawing, path classes, P2P, NCCL.
+
+    Controls: a sample (the files of ``gpulab/data/topologies`` and the real
+    2x H200 capture), a text area for your own output (non-empty text wins over
+    the sample), the ACS P2P redirect and the IOMMU mode. Shows
+    :func:`gpulab.plotting.plot_topology` of
+    :func:`gpulab.topology.parse_topo_matrix` and, in ``.table``, the GPU pairs
+    grouped by path class, :func:`gpulab.topology.p2p_possible`,
+    :func:`gpulab.topology.nccl_transport` and
+    :func:`gpulab.topology.bottleneck_bandwidth`. A parse error shows its
+    message, naming the line. Drawings are cached per text: the ACS and IOMMU
+    controls only rebuild the table.
+    """
+    from . import topology
+
+    samples = topology_samples()
+    if sample not in samples:
+        raise ValueError(f"sample must be one of {', '.join(samples)}; "
+                         f"got {sample!r}")
+    if not isinstance(acs_enabled, bool):
+        raise ValueError(f"acs_enabled must be True or False; got {acs_enabled!r}")
+    if iommu not in topology.IOMMU_MODES:
+        raise ValueError(f"iommu must be one of {', '.join(topology.IOMMU_MODES)}; "
+                         f"got {iommu!r}")
+    if text is not None and not isinstance(text, str):
+        raise ValueError(f"text must be a str or None; got {type(text).__name__}")
+    return _TopologyExplorer(text or "", sample, acs_enabled, iommu)
+
+
 def explorers():
     """All explorers by name: ``{name: factory}``; each factory needs no argument."""
-    return {"scaling": scaling_explorer, "link": link_explorer}
+    return {"scaling": scaling_explorer, "link": link_explorer,
+            "pcie": pcie_explorer, "pipeline": pipeline_explorer,
+            "topology": topology_explorer}

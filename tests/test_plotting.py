@@ -49,6 +49,13 @@ CALLS = {
     "plot_link_vs_generations": lambda: {"custom": Bandwidth(1e12, "bidirectional")},
     "plot_topology": lambda: {"topo": topology.layout_a(),
                               "highlight": ("gpu0", "gpu4")},
+    "plot_pcie_budget": lambda: {"generation": 5, "lanes": 16,
+                                 "max_payload_bytes": 256},
+    "plot_tlp_efficiency": lambda: {"generation": 5},
+    "plot_host_copies": lambda: {"kinds": ("h2d_pinned", "h2d_pageable")},
+    "plot_stage_transfers": lambda: {"transfers": [("same switch", 1e-3, "pcie"),
+                                                   ("NVLink", 2e-4, "nvlink")],
+                                     "compute_time": 0.1, "highlight": 0},
 }
 #: Diagrams without data axes (no axis label to carry a unit).
 DIAGRAMS = {"plot_topology"}
