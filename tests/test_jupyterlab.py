@@ -216,6 +216,11 @@ def test_lab_widget_is_live(notebook, lab_server, page, make_offline, skip_or_fa
         areas = nb.locator(".jp-OutputArea-output").filter(
             has=page.locator(".widget-slider, .jupyter-widgets.widget-slider, .noUi-target")
         ).filter(has=page.locator("img"))
+        # widget views render after the kernel went idle (comm round trips): wait
+        for _ in range(60):
+            if areas.count() >= 1:
+                break
+            page.wait_for_timeout(500)
         assert areas.count() >= 1, \
             f"{notebook}: no widget output with both a slider and an image (img)"
         area = areas.first
