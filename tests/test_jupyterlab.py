@@ -40,7 +40,6 @@ SCREENSHOTS = ROOT / "_build" / "screenshots"
 
 LAB_NOTEBOOKS = [
     "lab01_link_math.ipynb",
-    "lab03_ring_allreduce.ipynb",
 ]
 
 SERVER_START_TIMEOUT = 90  # s
