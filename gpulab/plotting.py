@@ -848,3 +848,11 @@ def plot_stage_transfers(transfers, compute_time, *, highlight=None, ax=None):
     ax.set_yticks(y, [r[0] for r in rows])
     ax.set_xlim(0, float(ms.max()) * 1.75 if ms.max() > 0 else 1.0)
     return ax
+
+
+# --- Chapter 4: in-network reduction -------------------------------------------------------
+# (section owned by the Chapter 4 author)
+
+
+# --- Chapter 5: NVSwitch and scaling out ---------------------------------------------------
+# (section owned by the Chapter 5 author)
