@@ -13,8 +13,10 @@ Subcommands
     Read ``nvidia-smi topo -m`` output: path classes, P2P verdicts, NCCL
     transport and expected bandwidth per GPU pair (:mod:`gpulab.cli_topo`).
 ``gpulab predict --copy {h2d,d2h,p2p} --system NAME``
-    Predicted copy times over a size sweep, like a copy benchmark would print
-    (:mod:`gpulab.cli_predict`).
+    Predicted copy times over a size sweep, like a copy benchmark would print.
+``gpulab predict --collective all_reduce --system NAME --ranks N``
+    Predicted collective times, algbw and busbw in nccl-tests' table format
+    (:mod:`gpulab.cli_predict`, model in :mod:`gpulab.collectives`).
 """
 from __future__ import annotations
 

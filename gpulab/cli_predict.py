@@ -1,27 +1,40 @@
-"""``gpulab predict``: predicted copy (and, later, collective) times over message sizes.
+"""``gpulab predict``: predicted copy and collective times over message sizes.
 
 Sizes follow nccl-tests (``-b/-e/-f``): from ``--min-bytes`` to ``--max-bytes``,
 multiplying by ``--factor``; sizes accept the suffixes K, M and G, which are powers of
-1024 as in nccl-tests (``64K`` = 65536 bytes). Output columns: ``size_bytes``,
+1024 as in nccl-tests (``64K`` = 65536 bytes).
+
+``--copy {h2d,d2h,p2p}`` (:mod:`gpulab.pcie`). Output columns: ``size_bytes``,
 ``time_us`` (time per copy) and ``bandwidth_GBps`` (size / time, per direction,
 GB = 1e9 bytes), so the output can be compared with a copy benchmark's.
+
+``--collective NAME --ranks N`` (:func:`gpulab.collectives.predict`) prints what
+nccl-tests would print. The table has nccl-tests' out-of-place columns (``size``,
+``count``, ``type``, ``redop``, ``root``, ``time(us)``, ``algbw(GB/s)``,
+``busbw(GB/s)``, ``#wrong``) plus gpulab's ``algo/proto`` (the algorithm and NCCL
+protocol the model picks), and nccl-tests' ``# Avg bus bandwidth`` trailer; every
+line that is not data starts with ``#``, as in nccl-tests. As in nccl-tests,
+``count`` is the elements per rank for all_gather, reduce_scatter and alltoall
+(``size / 4 / n``) and of the whole buffer otherwise (``size / 4``); unlike
+nccl-tests, sizes are not rounded down to its 16-byte alignment. CSV columns are
+``size_bytes,time_us,algbw_GBps,busbw_GBps`` (GB = 1e9 bytes, the format of our
+measured sweeps); JSON adds ``algorithm`` and ``protocol``.
 
 Examples::
 
     gpulab predict --copy h2d --system hgx-h200
     gpulab predict --copy d2h --memory pageable --system my-server.yaml --format csv
     gpulab predict --copy p2p --system h100-pcie --min-bytes 1M --max-bytes 1G --factor 4
+    gpulab predict --collective all_reduce --system hgx-h200 --ranks 8 -b 1M -e 4G
+    gpulab predict --collective all_gather --system h200-x2-measured --transport shm
     gpulab predict --list-systems
-
-The subcommand is designed to grow: ``--copy`` sits in a mutually exclusive group to
-which the collectives chapter adds ``--collective`` (with ``--ranks``).
 """
 from __future__ import annotations
 
 import argparse
 import re
 
-from . import pcie, systems, units
+from . import collectives, pcie, systems, units
 
 __all__ = ["register", "parse_size", "sweep_sizes"]
 
@@ -60,6 +73,17 @@ def _factor(text):
     return value
 
 
+def _ranks(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < 1:
+        raise argparse.ArgumentTypeError(
+            f"invalid ranks {text!r}: must be an integer >= 1")
+    return value
+
+
 def sweep_sizes(min_bytes, max_bytes, factor):
     """Sizes of an nccl-tests sweep: ``min_bytes * factor**k <= max_bytes``.
 
@@ -89,18 +113,39 @@ def _list_systems(args, out):
     return 0
 
 
-def _cmd_predict(args, out):
-    from .cli import emit
+#: Collective-only flags: refused with --copy.
+_COLLECTIVE_FLAGS = ("ranks", "transport", "algorithm", "protocol")
+#: nccl-tests' reduction op and root per collective (out-of-place columns).
+_REDOP = {"all_reduce": "sum", "reduce_scatter": "sum", "reduce": "sum"}
+_ROOT = {"broadcast": 0, "reduce": 0}
+#: Collectives whose nccl-tests ``count`` is per rank (size / 4 / n).
+_PER_RANK_COUNT = ("all_gather", "reduce_scatter", "alltoall")
+#: Model error prefix (the parameter it names) -> flag.
+_MODEL_FLAGS = {"algorithm": "--algorithm", "protocol": "--protocol",
+                "transport": "--transport", "n_ranks": "--ranks",
+                "collective": "--collective", "message_bytes": "--min-bytes",
+                "system": "--system"}
 
+
+def _cmd_predict(args, out):
     parser = args._predict_parser
     if args.list_systems:
         return _list_systems(args, out)
-    if args.copy is None:
-        parser.error("give --copy {h2d,d2h,p2p} (collectives: later)")
+    if args.copy is None and args.collective is None:
+        parser.error("give --copy {%s} or --collective {%s}"
+                     % (",".join(pcie.COPY_KINDS), ",".join(collectives.COLLECTIVES)))
     if args.system is None:
         parser.error("the following arguments are required: --system")
-    if args.copy == "p2p" and args.memory is not None:
-        parser.error("argument --memory: applies to h2d/d2h copies only, not p2p")
+    if args.copy is not None:
+        for name in _COLLECTIVE_FLAGS:
+            if getattr(args, name) is not None:
+                parser.error(f"argument --{name}: applies to --collective only, "
+                             "not --copy")
+        if args.copy == "p2p" and args.memory is not None:
+            parser.error("argument --memory: applies to h2d/d2h copies only, not p2p")
+    elif args.memory is not None:
+        parser.error("argument --memory: applies to h2d/d2h copies only, not "
+                     "--collective")
     if args.min_bytes > args.max_bytes:
         parser.error(f"argument --min-bytes: {args.min_bytes} is larger than "
                      f"--max-bytes {args.max_bytes}")
@@ -112,6 +157,14 @@ def _cmd_predict(args, out):
     if len(sizes) > _MAX_ROWS:
         parser.error(f"argument --factor: the sweep would have {len(sizes)} rows "
                      f"(at most {_MAX_ROWS})")
+    if args.collective is not None:
+        return _predict_collective(args, out, system, sizes)
+    return _predict_copy(args, out, system, sizes)
+
+
+def _predict_copy(args, out, system, sizes):
+    from .cli import emit
+
     memory = args.memory or "pinned"
     times = pcie.copy_time([float(s) for s in sizes], args.copy, memory=memory,
                            system=system)
@@ -138,22 +191,148 @@ def _cmd_predict(args, out):
     return 0
 
 
+def _model_error(message):
+    """``argument --FLAG: message`` for a model error naming a parameter."""
+    first = message.split(" ", 1)[0].rstrip(":")
+    flag = _MODEL_FLAGS.get(first)
+    return f"argument {flag}: {message}" if flag else message
+
+
+def _nccl_time(us):
+    """nccl-tests' time column: 2 decimals below 100 us, 1 below 10 ms, else 0."""
+    if us >= 10000.0:
+        return f"{us:.0f}"
+    if us >= 100.0:
+        return f"{us:.1f}"
+    return f"{us:.2f}"
+
+
+def _predict_collective(args, out, system, sizes):
+    from .cli import emit
+
+    parser = args._predict_parser
+    n = system.n_gpus if args.ranks is None else args.ranks
+    if n > system.n_gpus:
+        parser.error(f"argument --ranks: {n} is more than the {system.n_gpus} GPUs "
+                     f"of system {system.name} (give 1 to {system.n_gpus})")
+    transport = args.transport or "p2p"
+    algorithm = args.algorithm or "auto"
+    protocol = args.protocol or "auto"
+    try:
+        pred = collectives.predict(args.collective, [float(s) for s in sizes], n,
+                                   system, transport=transport, algorithm=algorithm,
+                                   protocol=protocol)
+    except ValueError as exc:
+        parser.error(_model_error(str(exc)))
+    us = pred.time / units.US
+    alg = pred.algbw / units.GB
+    bus = pred.busbw / units.GB
+    if args.format == "table":
+        _collective_table(args, out, system, n, transport, sizes, pred)
+        return 0
+    rows = []
+    for i, size in enumerate(sizes):
+        if args.format == "json":
+            rows.append({"size_bytes": size, "time_us": round(float(us[i]), 3),
+                         "algbw_GBps": round(float(alg[i]), 4),
+                         "busbw_GBps": round(float(bus[i]), 4),
+                         "algorithm": str(pred.algorithm[i]),
+                         "protocol": str(pred.protocol[i])})
+        else:
+            rows.append({"size_bytes": str(size), "time_us": f"{us[i]:.3f}",
+                         "algbw_GBps": f"{alg[i]:.4f}",
+                         "busbw_GBps": f"{bus[i]:.4f}"})
+    emit(rows, args.format, out)
+    return 0
+
+
+def _collective_table(args, out, system, n, transport, sizes, pred):
+    coll = args.collective
+    if transport == "shm":
+        via = "SHM: P2P disabled, staged through host memory over PCIe"
+    elif system.nvlink.generation is None or system.nvlink.fabric == "none":
+        via = "P2P over PCIe"
+    else:
+        via = f"P2P over NVLink{system.nvlink.generation}"
+    line = units.fmt_bandwidth(collectives.fabric_bandwidth(system, transport))
+    net = ""
+    if n > system.gpus_per_node:
+        net = ("; between nodes: network " + units.fmt_bandwidth(
+            collectives.fabric_bandwidth(system, transport, scope="inter")) +
+            " per GPU")
+    factor = collectives.busbw_factor(coll, n)
+    per_rank = coll in _PER_RANK_COUNT
+    out.write(
+        f"# gpulab predict: {coll}, {system.name}, nranks {n}, transport {transport} "
+        f"({via}), model: NCCL-like (see gpulab.collectives)\n"
+        f"# {system.n_gpus}x {system.gpu}; line rate per GPU {line}{net}; algorithm "
+        f"{args.algorithm or 'auto'}, protocol {args.protocol or 'auto'}\n"
+        "# Predicted, not measured: nccl-tests' out-of-place columns; #wrong is N/A "
+        "(nothing validated)\n"
+        f"# algbw = size / time, busbw = algbw x {factor:g} (nccl-tests factor for "
+        f"{coll} on {n} ranks); GB/s = 1e9 B/s; size in bytes\n"
+        f"# count: float elements {'per rank (size / 4 / nranks)' if per_rank else '(size / 4)'}"
+        ", as nccl-tests prints it\n"
+        "# algo/proto: gpulab's addition, the algorithm and NCCL protocol the model "
+        "picks\n#\n")
+    cols = ("size", "count", "type", "redop", "root", "time(us)", "algbw(GB/s)",
+            "busbw(GB/s)", "#wrong", "algo/proto")
+    nccl_widths = (12, 12, 8, 6, 6, 7, 6, 6, 5, 0)
+    redop, root = _REDOP.get(coll, "none"), _ROOT.get(coll, -1)
+    cells = []
+    for i, size in enumerate(sizes):
+        count = size // (4 * n) if per_rank else size // 4
+        cells.append((str(size), str(count), "float", redop, str(root),
+                      _nccl_time(float(pred.time[i]) / units.US),
+                      f"{float(pred.algbw[i]) / units.GB:.2f}",
+                      f"{float(pred.busbw[i]) / units.GB:.2f}", "N/A",
+                      f"{pred.algorithm[i]}/{pred.protocol[i]}"))
+    widths = [max(len(c), w, *(len(row[j]) for row in cells))
+              for j, (c, w) in enumerate(zip(cols, nccl_widths))]
+
+    def fmt(row):
+        body = "  ".join(v.rjust(w) for v, w in zip(row[:-1], widths))
+        return f"{body}  {row[-1]}"
+
+    header = fmt(cols)
+    out.write("#" + header[1:] + "\n")
+    for row in cells:
+        out.write(fmt(row) + "\n")
+    avg = float(pred.busbw.mean()) / units.GB
+    out.write(f"# Avg bus bandwidth    : {avg:g}\n#\n")
+
+
 def register(sub, fmt):
     """Add ``gpulab predict`` to the ``gpulab`` parser."""
     s = sub.add_parser(
-        "predict", help="predicted copy times over message sizes (nccl-tests-like)",
-        description="Predict the time and bandwidth of copies over a sweep of sizes "
-                    "(nccl-tests -b/-e/-f semantics; K/M/G = powers of 1024). "
-                    "Bandwidths are per direction, GB = 1e9 bytes.")
+        "predict",
+        help="predicted copy and collective times over message sizes (nccl-tests-like)",
+        description="Predict the time and bandwidth of copies or collectives over a "
+                    "sweep of sizes (nccl-tests -b/-e/-f semantics; K/M/G = powers of "
+                    "1024). Bandwidths are per direction, GB = 1e9 bytes; collectives "
+                    "print nccl-tests' algbw and busbw.")
     what = s.add_mutually_exclusive_group()
     what.add_argument("--copy", choices=pcie.COPY_KINDS,
                       help="copy kind: h2d (host to device), d2h, p2p (GPU to GPU)")
-    # The collectives chapter adds --collective here (and --ranks below).
+    what.add_argument("--collective", choices=collectives.COLLECTIVES,
+                      help="collective, as nccl-tests' <name>_perf "
+                           "(gpulab.collectives.predict)")
     s.add_argument("--system", metavar="NAME|FILE",
                    help="system preset (see --list-systems) or a systems YAML file "
                         "(FILE:NAME picks one of several)")
     s.add_argument("--memory", choices=pcie.MEMORY_KINDS,
                    help="host memory of h2d/d2h copies (default: pinned)")
+    s.add_argument("--ranks", type=_ranks, metavar="N",
+                   help="collective: ranks, one per GPU (default: the system's GPUs)")
+    s.add_argument("--transport", choices=collectives.TRANSPORTS,
+                   help="collective: p2p (NVLink, or PCIe without NVLink) or shm "
+                        "(NCCL_P2P_DISABLE=1: staged through host memory); "
+                        "default: p2p")
+    s.add_argument("--algorithm", choices=("auto",) + collectives.ALGORITHMS,
+                   help="collective: force an algorithm (default: auto, the fastest, "
+                        "as NCCL's tuner picks)")
+    s.add_argument("--protocol", choices=("auto",) + collectives.PROTOCOLS,
+                   help="collective: force an NCCL protocol (default: auto)")
     s.add_argument("--min-bytes", "-b", type=parse_size, default=8, metavar="SIZE",
                    help="smallest size (default: 8)")
     s.add_argument("--max-bytes", "-e", type=parse_size, default=4 * 1024**3,

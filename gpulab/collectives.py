@@ -200,8 +200,16 @@ def ring_steps(collective, n_ranks, algorithm="ring"):
     return n - 1
 
 
-def _system_nodes(system):
-    return max(1, system.n_gpus // system.gpus_per_node)
+def _domain(system):
+    """GPUs reachable without the scale-out network: a node, or a whole NVLink
+    domain when it spans several nodes (an NVL72 rack)."""
+    nvl = int(getattr(system, "nvlink_domain", None) or 1)
+    return max(nvl, system.gpus_per_node)
+
+
+def _domains_used(system, n):
+    """NVLink domains that ``n`` ranks span (ranks fill one domain after another)."""
+    return max(1, math.ceil(n / _domain(system)))
 
 
 def fabric_bandwidth(system, transport="p2p", *, scope="intra"):
@@ -272,15 +280,16 @@ class Prediction:
 
 
 def _candidates(collective, n, system, transport, algorithm):
-    nodes = _system_nodes(system) if n > system.gpus_per_node else 1
-    nvls_ok = (collective == "all_reduce" and transport == "p2p" and nodes == 1
-               and getattr(system.nvlink, "nvls", False)
+    nodes = _domains_used(system, n)
+    nvls_hw = collective == "all_reduce" and getattr(system.nvlink, "nvls", False)
+    nvls_ok = (nvls_hw and transport == "p2p" and nodes == 1
                and n >= int(model_constant("nvls/min_ranks")))
     if algorithm != "auto":
-        if algorithm == "nvls" and not (collective == "all_reduce"
-                                        and getattr(system.nvlink, "nvls", False)):
-            raise ValueError(f"algorithm 'nvls' needs an NVSwitch with in-switch "
-                             f"reduction (system {system.name!r}) and all_reduce")
+        if algorithm == "nvls" and not (nvls_hw and transport == "p2p"
+                                        and nodes == 1):
+            raise ValueError("algorithm 'nvls' needs all_reduce inside one NVLink "
+                             "domain whose NVSwitch reduces in the switch, over the "
+                             f"p2p transport (system {system.name!r})")
         if algorithm in ("tree", "direct") and collective != "all_reduce":
             raise ValueError(f"algorithm {algorithm!r} is modelled for all_reduce only")
         if algorithm == "hierarchical" and (collective != "all_reduce" or nodes == 1):
@@ -406,7 +415,7 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
             f"transports/{transport}/collectives/{collective}/launch_s"))
         return _prediction(collective, n, s, t, np.full(s.shape, "none"),
                            np.full(s.shape, "none"), scalar)
-    nodes = _system_nodes(system) if n > system.gpus_per_node else 1
+    nodes = _domains_used(system, n)
     bw_intra = fabric_bandwidth(system, transport).bytes_per_s
     protos = PROTOCOLS if protocol == "auto" else (protocol,)
     if collective in ("alltoall", "sendrecv"):
@@ -435,7 +444,7 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
 
 
 def _hierarchical(s, n, nodes, system, transport, proto, bw_intra):
-    g = n // nodes
+    g = max(1, n // nodes)                 # ranks per NVLink domain
     intra_rs = _single_time("reduce_scatter", s, g, system, transport, "ring", proto,
                             bw_intra) if g > 1 else 0.0
     bw_net = fabric_bandwidth(system, transport, scope="inter").bytes_per_s * g

@@ -274,7 +274,7 @@ def test_predict_list_systems():
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["predict", "--system", "hgx-h200"], "give --copy {h2d,d2h,p2p} (collectives: later)"),
+    (["predict", "--system", "hgx-h200"], "give --copy {h2d,d2h,p2p} or --collective"),
     (["predict", "--copy", "h2d"], "the following arguments are required: --system"),
     (["predict", "--copy", "h2h", "--system", "hgx-h200"], "argument --copy: invalid choice"),
     (["predict", "--copy", "h2d", "--system", "nope"],
