@@ -290,8 +290,15 @@ def _candidates(collective, n, system, transport, algorithm):
             raise ValueError("algorithm 'nvls' needs all_reduce inside one NVLink "
                              "domain whose NVSwitch reduces in the switch, over the "
                              f"p2p transport (system {system.name!r})")
-        if algorithm in ("tree", "direct") and collective != "all_reduce":
-            raise ValueError(f"algorithm {algorithm!r} is modelled for all_reduce only")
+        p2p_op = collective in ("alltoall", "sendrecv")
+        if algorithm == "tree" and collective != "all_reduce":
+            raise ValueError("algorithm 'tree' is modelled for all_reduce only")
+        if algorithm == "direct" and collective != "all_reduce" and not p2p_op:
+            raise ValueError("algorithm 'direct' is modelled for all_reduce, alltoall "
+                             "and sendrecv")
+        if p2p_op and algorithm != "direct":
+            raise ValueError(f"{collective} is point-to-point: algorithm must be "
+                             "'direct' or 'auto'")
         if algorithm == "hierarchical" and (collective != "all_reduce" or nodes == 1):
             raise ValueError("algorithm 'hierarchical' needs all_reduce across nodes")
         return [algorithm]

@@ -35,6 +35,13 @@ def _budget():
             ("measured", measurements.copy_bandwidth().peak("p2p"), "accent")]
 
 
+def _collective_prediction():
+    from gpulab import collectives
+
+    return collectives.predict("all_reduce", 2.0 ** np.arange(3, 31), 8,
+                               "hgx-h200")
+
+
 #: How to call every plot_* function (keyword arguments).
 CALLS = {
     "plot_growth": lambda: {},
@@ -56,12 +63,36 @@ CALLS = {
     "plot_stage_transfers": lambda: {"transfers": [("same switch", 1e-3, "pcie"),
                                                    ("NVLink", 2e-4, "nvlink")],
                                      "compute_time": 0.1, "highlight": 0},
+    # Chapter 4: in-network reduction
+    "plot_collective_steps": lambda: {"algorithm": "ring", "n_ranks": 4},
+    "plot_collective_prediction": lambda: {
+        "prediction": _collective_prediction(), "message_bytes": 2 ** 20,
+        "line_rate": links.nvlink_gpu_bandwidth(4)},
+    "plot_collective_comparison": lambda: {
+        "measured": {"ring": ([2.0 ** 20, 2.0 ** 30], [5e10, 3e11])},
+        "predicted": {"ring": _collective_prediction()}},
 }
 #: Diagrams without data axes (no axis label to carry a unit).
 DIAGRAMS = {"plot_topology"}
+DIAGRAMS |= {"plot_collective_steps"}      # Chapter 4
 _UNITLESS_BUG = ("gpulab/plotting.py {f}: axis label {label!r} carries no unit in "
                  "brackets (module rule: 'Axes carry units'), expected e.g. {fix}")
 LABEL_XFAIL: dict = {}
+# Chapter 5: NVSwitch and scaling out
+CALLS.update({
+    "plot_fabric": lambda: {"system": "dgx-1-v100", "label": "(a) DGX-1"},
+    "plot_switch_planes": lambda: {"topo": topology.nvswitch_node("H100")},
+    "plot_peer_links": lambda: {"system": "dgx-1-v100"},
+    "plot_busbw_curves": lambda: {
+        "curves": [("auto", __import__("gpulab").collectives.predict(
+            "all_reduce", 2.0 ** np.arange(10, 31), 8, "hgx-h200"), "nvlink")],
+        "line_rates": [("line rate", links.nvlink_gpu_bandwidth(4), "nvlink")]},
+    "plot_tp_layers": lambda: {"rows": [("TP=8", 6e-3, 1e-3), ("TP=16", 3e-3, 3e-3)]},
+    "plot_fabric_algorithms": lambda: {
+        "rows": [("ring", 1e-3, 3e11, ""), ("nvls", None, None, "n/a")],
+        "line_rates": [("NVLink", Bandwidth(450e9, PD), "nvlink")], "highlight": 0},
+})
+DIAGRAMS |= {"plot_fabric", "plot_peer_links"}      # Chapter 5
 
 
 @pytest.fixture(autouse=True)

@@ -67,8 +67,10 @@ def _msg(w):
 # --- factories ------------------------------------------------------------------------
 def test_explorers_are_factories_returning_widgets():
     ex = widgets.explorers()
-    # chapter 3's explorers are tested in test_widgets_pcie.py
-    assert set(ex) == {"scaling", "link", "pcie", "pipeline", "topology"}
+    # chapters 3-5's explorers are tested in test_widgets_{pcie,collectives,fabric}.py
+    assert set(ex) == {"scaling", "link", "pcie", "pipeline", "topology", "collective",
+                       "fabric"}
+    assert list(ex) == list(widgets._EXPLORER_NAMES)       # book order
     for name, factory in ex.items():
         w = factory()
         assert isinstance(w, W.Widget) and isinstance(w, W.VBox), name
