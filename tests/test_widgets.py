@@ -1,9 +1,7 @@
 """Explorers, driven headless: every control reaches the model in SI units."""
 from __future__ import annotations
 
-import inspect
 import os
-import sys
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -15,30 +13,7 @@ from gpulab import links, scaling, specs, units, widgets  # noqa: E402
 GPUS4 = ["V100", "A100", "H100", "B200"]
 
 
-class Recorder:
-    """Wrap a model function: record its bound arguments, then call the real one.
-
-    Only calls made by gpulab.widgets itself are recorded (plot_* functions call
-    links.link_bandwidth too, for the reference generations).
-    """
-
-    def __init__(self, monkeypatch, module, name):
-        self.real = getattr(module, name)
-        self.calls = []
-        sig = inspect.signature(self.real)
-
-        def wrapper(*args, **kwargs):
-            if sys._getframe(1).f_globals.get("__name__") == widgets.__name__:
-                bound = sig.bind(*args, **kwargs)
-                bound.apply_defaults()
-                self.calls.append(dict(bound.arguments))
-            return self.real(*args, **kwargs)
-
-        monkeypatch.setattr(module, name, wrapper)
-
-    @property
-    def last(self):
-        return self.calls[-1]
+from tests.recorder import Recorder  # noqa: E402
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import inspect
 import io
 import math
 import os
-import sys
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -28,26 +27,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from gpulab import collectives, plotting, systems, units, widgets  # noqa: E402
 
 
-class Recorder:
-    """Wrap a model function: record its bound arguments when gpulab.widgets calls it."""
-
-    def __init__(self, monkeypatch, module, name):
-        self.real = getattr(module, name)
-        self.calls = []
-        sig = inspect.signature(self.real)
-
-        def wrapper(*args, **kwargs):
-            if sys._getframe(1).f_globals.get("__name__") == widgets.__name__:
-                bound = sig.bind(*args, **kwargs)
-                bound.apply_defaults()
-                self.calls.append(dict(bound.arguments))
-            return self.real(*args, **kwargs)
-
-        monkeypatch.setattr(module, name, wrapper)
-
-    @property
-    def last(self):
-        return self.calls[-1]
+from tests.recorder import Recorder  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
