@@ -26,7 +26,7 @@ import importlib
 import json
 import sys
 
-from . import __version__, links, measurements, specs, units
+from . import __version__, links, measurements, pcie, specs, units
 
 __all__ = ["main", "build_parser", "emit"]
 
@@ -85,11 +85,11 @@ def _specs_rows(table, with_source):
     else:
         rows = []
         for g in specs.pcie_generations():
-            x16 = g.transfer_rate_gt_per_s * 1e9 * 16 * g.encoding_efficiency * units.BIT
+            x16 = pcie.encoded_bandwidth(g.generation, 16)
             rows.append({"generation": g.generation,
                          "GT_per_s": f"{g.transfer_rate_gt_per_s:g}",
                          "encoding": g.encoding,
-                         "x16_GBps_per_direction": f"{x16 / units.GB:.2f}",
+                         "x16_GBps_per_direction": f"{x16.gb_per_s:.2f}",
                          "source": g.source, "accessed": g.accessed})
     if not with_source:
         for r in rows:
