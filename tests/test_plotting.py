@@ -144,6 +144,7 @@ def test_does_not_call_show(monkeypatch):
     monkeypatch.setattr(plt, "show", lambda *a, **k: pytest.fail("plt.show called"))
     for name in CALLS:
         getattr(P, name)(**CALLS[name]())
+        plt.close("all")
 
 
 # --- data equals model output ---------------------------------------------------------
