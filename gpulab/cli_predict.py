@@ -32,6 +32,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import os
 import re
 
 from . import collectives, pcie, systems, units
@@ -114,7 +115,7 @@ def _list_systems(args, out):
 
 
 #: Collective-only flags: refused with --copy.
-_COLLECTIVE_FLAGS = ("ranks", "transport", "algorithm", "protocol")
+_COLLECTIVE_FLAGS = ("ranks", "transport", "algorithm", "protocol", "nvls")
 #: nccl-tests' reduction op and root per collective (out-of-place columns).
 _REDOP = {"all_reduce": "sum", "reduce_scatter": "sum", "reduce": "sum"}
 _ROOT = {"broadcast": 0, "reduce": 0}
@@ -218,10 +219,11 @@ def _predict_collective(args, out, system, sizes):
     transport = args.transport or "p2p"
     algorithm = args.algorithm or "auto"
     protocol = args.protocol or "auto"
+    nvls = _nvls_enabled(args.nvls)
     try:
         pred = collectives.predict(args.collective, [float(s) for s in sizes], n,
                                    system, transport=transport, algorithm=algorithm,
-                                   protocol=protocol)
+                                   protocol=protocol, nvls=nvls)
     except ValueError as exc:
         parser.error(_model_error(str(exc)))
     us = pred.time / units.US
@@ -246,6 +248,15 @@ def _predict_collective(args, out, system, sizes):
     return 0
 
 
+def _nvls_enabled(choice):
+    """--nvls: ``on``/``off``, or ``auto`` = as NCCL would here: off when the
+    environment sets ``NCCL_NVLS_ENABLE=0`` (NVLink multicast disabled), else on
+    wherever the switch supports it."""
+    if choice in ("on", "off"):
+        return choice == "on"
+    return os.environ.get("NCCL_NVLS_ENABLE", "").strip() != "0"
+
+
 def _collective_table(args, out, system, n, transport, sizes, pred):
     coll = args.collective
     if transport == "shm":
@@ -266,7 +277,9 @@ def _collective_table(args, out, system, n, transport, sizes, pred):
         f"# gpulab predict: {coll}, {system.name}, nranks {n}, transport {transport} "
         f"({via}), model: NCCL-like (see gpulab.collectives)\n"
         f"# {system.n_gpus}x {system.gpu}; line rate per GPU {line}{net}; algorithm "
-        f"{args.algorithm or 'auto'}, protocol {args.protocol or 'auto'}\n"
+        f"{args.algorithm or 'auto'}, protocol {args.protocol or 'auto'}, NVLS "
+        f"{'allowed' if _nvls_enabled(args.nvls) else 'off'} (--nvls "
+        f"{args.nvls or 'auto'})\n"
         "# Predicted, not measured: nccl-tests' out-of-place columns; #wrong is N/A "
         "(nothing validated)\n"
         f"# algbw = size / time, busbw = algbw x {factor:g} (nccl-tests factor for "
@@ -333,6 +346,10 @@ def register(sub, fmt):
                         "as NCCL's tuner picks)")
     s.add_argument("--protocol", choices=("auto",) + collectives.PROTOCOLS,
                    help="collective: force an NCCL protocol (default: auto)")
+    s.add_argument("--nvls", choices=("auto", "on", "off"),
+                   help="collective: in-switch reduction (NVLink SHARP); auto: "
+                        "off if the environment sets NCCL_NVLS_ENABLE=0, as NCCL "
+                        "does, else on where the NVSwitch supports it")
     s.add_argument("--min-bytes", "-b", type=parse_size, default=8, metavar="SIZE",
                    help="smallest size (default: 8)")
     s.add_argument("--max-bytes", "-e", type=parse_size, default=4 * 1024**3,

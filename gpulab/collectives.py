@@ -279,9 +279,10 @@ class Prediction:
         return float(self.time[0]) if self.scalar else self.time
 
 
-def _candidates(collective, n, system, transport, algorithm):
+def _candidates(collective, n, system, transport, algorithm, nvls=True):
     nodes = _domains_used(system, n)
-    nvls_hw = collective == "all_reduce" and getattr(system.nvlink, "nvls", False)
+    nvls_hw = (collective == "all_reduce" and getattr(system.nvlink, "nvls", False)
+               and nvls)
     nvls_ok = (nvls_hw and transport == "p2p" and nodes == 1
                and n >= int(model_constant("nvls/min_ranks")))
     if algorithm != "auto":
@@ -289,7 +290,7 @@ def _candidates(collective, n, system, transport, algorithm):
                                         and nodes == 1):
             raise ValueError("algorithm 'nvls' needs all_reduce inside one NVLink "
                              "domain whose NVSwitch reduces in the switch, over the "
-                             f"p2p transport (system {system.name!r})")
+                             f"p2p transport, with NVLS enabled (system {system.name!r})")
         p2p_op = collective in ("alltoall", "sendrecv")
         if algorithm == "tree" and collective != "all_reduce":
             raise ValueError("algorithm 'tree' is modelled for all_reduce only")
@@ -337,7 +338,7 @@ def _single_time(collective, s, n, system, transport, algorithm, protocol, bw_in
 
 
 def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2p",
-                    algorithm="auto", protocol="auto"):
+                    algorithm="auto", protocol="auto", nvls=True):
     r"""Predict the time of one collective call, as nccl-tests would measure it.
 
     Parameters
@@ -356,6 +357,9 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
         ``shm`` models NCCL with ``NCCL_P2P_DISABLE=1`` (host-staged over PCIe).
     algorithm : "auto" or one of :data:`ALGORITHMS`
     protocol : "auto" or one of :data:`PROTOCOLS`
+    nvls : bool, default True
+        Allow in-switch reduction where the hardware has it; False models NCCL
+        with ``NCCL_NVLS_ENABLE=0`` (NVLink multicast off).
 
     Returns
     -------
@@ -397,11 +401,11 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
     True
     """
     return predict(collective, message_bytes, n_ranks, system, transport=transport,
-                   algorithm=algorithm, protocol=protocol).time_scalar
+                   algorithm=algorithm, protocol=protocol, nvls=nvls).time_scalar
 
 
 def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
-            algorithm="auto", protocol="auto"):
+            algorithm="auto", protocol="auto", nvls=True):
     """Predict time, algbw and busbw over sizes; see :func:`collective_time`.
 
     Returns
@@ -414,6 +418,8 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
     check_choice("transport", transport, TRANSPORTS)
     check_choice("algorithm", algorithm, ("auto",) + ALGORITHMS)
     check_choice("protocol", protocol, ("auto",) + PROTOCOLS)
+    if not isinstance(nvls, (bool, np.bool_)):
+        raise ValueError(f"nvls must be True or False; got {nvls!r}")
     s = np.atleast_1d(as_number("message_bytes", message_bytes, low=0,
                                 low_inclusive=False)).astype(float)
     scalar = np.ndim(message_bytes) == 0
@@ -428,7 +434,7 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
     if collective in ("alltoall", "sendrecv"):
         protos = ("Simple",) if protocol == "auto" else protos   # p2p ops: Simple
     rows, labels = [], []
-    for algo in _candidates(collective, n, system, transport, algorithm):
+    for algo in _candidates(collective, n, system, transport, algorithm, nvls):
         for proto in (("Simple",) if algo == "nvls" else protos):
             if algo == "hierarchical":
                 t = _hierarchical(s, n, nodes, system, transport, proto, bw_intra)

@@ -360,3 +360,22 @@ def test_console_script():
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and bad.stdout == ""
     assert "argument --ranks" in bad.stderr
+
+
+def test_nvls_flag_and_environment(monkeypatch, capsys):
+    """--nvls auto follows NCCL_NVLS_ENABLE like NCCL; on/off override it."""
+    from gpulab.cli import main
+
+    def last_busbw(*extra):
+        assert main(["predict", "--collective", "all_reduce", "--system", "hgx-h200",
+                     "--ranks", "8", "-b", "4G", "-e", "4G", "--format", "csv",
+                     *extra]) == 0
+        return float(capsys.readouterr().out.strip().splitlines()[-1].split(",")[3])
+
+    monkeypatch.delenv("NCCL_NVLS_ENABLE", raising=False)
+    assert last_busbw() > 450                       # NVLS: busbw above the line rate
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    assert last_busbw() < 450                       # ring, as NCCL would run here
+    assert last_busbw("--nvls", "on") > 450
+    monkeypatch.delenv("NCCL_NVLS_ENABLE")
+    assert last_busbw("--nvls", "off") < 450

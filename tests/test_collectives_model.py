@@ -163,3 +163,15 @@ def test_two_nodes_use_the_network():
     with pytest.raises(ValueError, match="nvls"):
         C.predict("all_reduce", 2**30, 8, "hgx-h200", algorithm="nvls",
                   transport="shm")
+
+
+def test_nvls_can_be_switched_off_like_nccl():
+    """nvls=False models NCCL_NVLS_ENABLE=0: the ring takes over on an NVSwitch box."""
+    on = C.predict("all_reduce", 2**32, 8, "hgx-h200")
+    off = C.predict("all_reduce", 2**32, 8, "hgx-h200", nvls=False)
+    assert on.algorithm[0] == "nvls" and off.algorithm[0] != "nvls"
+    assert off.busbw[0] < C.fabric_bandwidth("hgx-h200").bytes_per_s < on.busbw[0]
+    with pytest.raises(ValueError, match="nvls"):
+        C.predict("all_reduce", 2**30, 8, "hgx-h200", algorithm="nvls", nvls=False)
+    with pytest.raises(ValueError, match="nvls"):
+        C.predict("all_reduce", 2**30, 8, "hgx-h200", nvls="no")
