@@ -63,26 +63,22 @@ def parse_size(text):
     return int(value)
 
 
-def _factor(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value < 2:
-        raise argparse.ArgumentTypeError(
-            f"invalid factor {text!r}: must be an integer >= 2")
-    return value
+def _int_at_least(what, low):
+    """An argparse type: an integer >= ``low`` (the error names ``what``)."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low:
+            raise argparse.ArgumentTypeError(
+                f"invalid {what} {text!r}: must be an integer >= {low}")
+        return value
+    return parse
 
 
-def _ranks(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value < 1:
-        raise argparse.ArgumentTypeError(
-            f"invalid ranks {text!r}: must be an integer >= 1")
-    return value
+_factor = _int_at_least("factor", 2)
+_ranks = _int_at_least("ranks", 1)
 
 
 def sweep_sizes(min_bytes, max_bytes, factor):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
-import sys
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -26,22 +25,7 @@ from gpulab import (collectives, links, plotting, systems, topology,  # noqa: E4
 MIB = 2 ** 20
 
 
-class Recorder:
-    """Wrap a model function: record its bound arguments when gpulab.widgets calls it."""
-
-    def __init__(self, monkeypatch, module, name):
-        self.real = getattr(module, name)
-        self.calls = []
-        sig = inspect.signature(self.real)
-
-        def wrapper(*args, **kwargs):
-            if sys._getframe(1).f_globals.get("__name__") == widgets.__name__:
-                bound = sig.bind(*args, **kwargs)
-                bound.apply_defaults()
-                self.calls.append(dict(bound.arguments))
-            return self.real(*args, **kwargs)
-
-        monkeypatch.setattr(module, name, wrapper)
+from tests.recorder import Recorder  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
