@@ -7,9 +7,9 @@ without a row here.
 """
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
-from dataclasses import dataclass, field
 
 import pytest
 
@@ -17,55 +17,15 @@ from gpulab import collectives, links, measurements, scaling, specs, units
 from gpulab import topology  # PCIe chapter: server topology
 from gpulab import pcie, systems  # PCIe chapter: link/copy model, system presets
 from pathlib import Path  # (pcie/systems rows)
-from gpulab.units import Bandwidth
+from gpulab.units import Bandwidth  # noqa: F401
+
+from bad_values import (BD, CHOICE, FRACTION_CLOSED, FRACTION_OPEN, INF, INT, NAN,  # noqa: F401
+                        NONFINITE, NONNEG, NOT_BANDWIDTH, PD, POS, RATE, SCALAR_ONLY,
+                        WRONG_TYPE, Case)
 
 MODULES = (units, links, collectives, scaling, specs, measurements)
 MODULES += (topology,)
 MODULES += (pcie, systems)
-
-NAN, INF = float("nan"), float("inf")
-PD = Bandwidth(25e9, "per_direction")
-BD = Bandwidth(50e9, "bidirectional")
-
-# Families of bad values -----------------------------------------------------------
-WRONG_TYPE = ["1", "abc", None, ["a", "b"], True, False]
-NONFINITE = [NAN, INF, -INF]
-NONNEG = [-1.0, -1e-300] + NONFINITE + WRONG_TYPE           # >= 0 required
-POS = [0, 0.0] + NONNEG                                      # > 0 required
-SCALAR_ONLY = [[1.0, 2.0]]                  # an array where a scalar is needed
-FRACTION_OPEN = POS + [1.0001, 2]                            # (0, 1]
-FRACTION_CLOSED = NONNEG + [1.0001, 2]                       # [0, 1]
-
-
-def INT(low, high=None):
-    """Bad values of an integer parameter with range [low, high]."""
-    vals = [low - 1, 2.5, "8", None, ["a"], True, NAN, INF, -INF]
-    if high is not None:
-        vals.append(high + 1)
-    return vals
-
-
-def CHOICE(*extra):
-    return ["no-such-thing", "", None, 3, True, ["x"], *extra]
-
-
-NOT_BANDWIDTH = [None, "450 GB/s per direction", 25e9, True, ["a"]]
-RATE = POS + [BD]          # a per-direction rate: Bandwidth or plain number [B/s]
-
-
-@dataclass
-class Case:
-    func: object
-    valid: dict
-    bad: dict                         # param -> list of bad values
-    xfail: dict = field(default_factory=dict)     # param -> reason (known bugs)
-    exempt: dict = field(default_factory=dict)    # param -> why it is not checked
-
-    @property
-    def name(self):
-        mod = self.func.__module__.rsplit(".", 1)[-1]
-        return f"{mod}.{self.func.__qualname__}"
-
 
 _DIGITS_BUG = ("gpulab/units.py _trim/fmt_*: 'digits' is never validated: digits=None "
                "or '3' raise TypeError from '10 ** digits', 2.5 or True raise a format "
@@ -359,6 +319,13 @@ NO_ARGS = {specs.nvlink_generations, specs.pcie_generations, specs.gpus,
            specs.gpu_names, specs.nics}
 NO_ARGS |= {topology.cpu_links}
 NO_ARGS |= {systems.names}
+
+# Later modules keep their rows in tests/bad_input_<module>.py (see bad_values.py).
+for _path in sorted(Path(__file__).parent.glob("bad_input_*.py")):
+    _table = importlib.import_module(_path.stem)
+    MODULES += tuple(_table.MODULES)
+    CASES += list(_table.CASES)
+    NO_ARGS |= set(getattr(_table, "NO_ARGS", ()))
 
 
 def _bad_params():
