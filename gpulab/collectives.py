@@ -180,19 +180,26 @@ def wire_factor(collective, n_ranks, algorithm="ring"):
     return busbw_factor(collective, n)
 
 
-def ring_steps(collective, n_ranks, algorithm="ring"):
+def ring_steps(collective, n_ranks, algorithm="ring", nodes=1):
     """Latency steps of ``collective`` on ``n_ranks`` (NCCL's ``nsteps``).
+
+    NCCL's tree is a chain inside each node and a double binary tree between
+    nodes, so its steps are ``2 ((n / nodes - 1) + ceil(log2 nodes))``: inside
+    one node it has as many steps as the ring (NCCL ``tuning.cc``).
 
     >>> ring_steps("all_reduce", 8), ring_steps("all_gather", 8)
     (14, 7)
+    >>> ring_steps("all_reduce", 16, "tree", nodes=2)
+    16
     """
     check_choice("collective", collective, COLLECTIVES)
     n = check_int("n_ranks", n_ranks, low=1, high=1_000_000)
     check_choice("algorithm", algorithm, ALGORITHMS)
+    nodes = check_int("nodes", nodes, low=1, high=n)
     if n == 1:
         return 0
     if algorithm == "tree":
-        return 2 * max(1, math.ceil(math.log2(n)))
+        return 2 * ((-(-n // nodes) - 1) + math.ceil(math.log2(nodes)))
     if algorithm in ("direct", "nvls") or collective in ("alltoall", "sendrecv"):
         return 1
     if collective == "all_reduce":
@@ -315,23 +322,54 @@ def _candidates(collective, n, system, transport, algorithm, nvls=True):
     return algos
 
 
-def _single_time(collective, s, n, system, transport, algorithm, protocol, bw_intra):
+def _fill_bytes(wire, f, sf):
+    """Extra bytes' worth of time while the chunk pipeline ramps up:
+    ``f sf (1 - exp(-wire / sf))``, so the incremental bandwidth rises smoothly
+    from ``B / (1 + f)`` on small messages to ``B`` on large ones."""
+    if sf <= 0:
+        return 0.0 * wire
+    return f * sf * -np.expm1(-np.asarray(wire, dtype=float) / sf)
+
+
+def _fill_params(transport, collective):
+    """(f, S_f) of a collective: its own entry if it has one (point-to-point
+    operations pipeline differently), else the transport's."""
+    own = model_constant(f"transports/{transport}/collectives/{collective}")
+    return (own.get("fill", model_constant(f"transports/{transport}/fill")),
+            own.get("fill_bytes", model_constant(f"transports/{transport}/fill_bytes")))
+
+
+def _efficiency(transport, collective, n):
+    """Achieved fraction of the line rate for ``n`` ranks: our 2-rank value,
+    moving linearly in ``1 - 2/n`` to the 8-rank value where one is known
+    (``efficiency_8``, from public 8-GPU runs) and constant beyond 8 ranks."""
+    here = model_constant(f"transports/{transport}/collectives/{collective}")
+    e2 = here["efficiency"]
+    if "efficiency_8" not in here or n <= 2:
+        return e2
+    w = min(1.0, (1 - 2 / n) / (1 - 2 / 8))
+    return e2 + w * (here["efficiency_8"] - e2)
+
+
+def _single_time(collective, s, n, system, transport, algorithm, protocol, bw_intra,
+                 nodes=1):
     """Time of one (algorithm, protocol) for sizes ``s`` (array), intra-node."""
     here = f"transports/{transport}/collectives/{collective}"
     launch = model_constant(f"{here}/launch_s")
-    eff = model_constant(f"{here}/efficiency")
+    eff = _efficiency(transport, collective, n)
     if algorithm == "nvls":
         b = bw_intra * model_constant("nvls/efficiency")
-        return launch + model_constant("nvls/latency_s") + s / b
+        fill = _fill_bytes(s, model_constant("nvls/fill"),
+                           model_constant("nvls/fill_bytes")) / b
+        return launch + model_constant("nvls/latency_s") + s / b + fill
     proto = model_constant(f"protocols/{protocol}")
     b = bw_intra * eff * proto["bandwidth"]
     if algorithm == "tree":
         b *= 0.9                       # NCCL: tree busbw x 0.9
     wire = wire_factor(collective, n, algorithm) * s
     lat = launch + proto["base_latency_s"] + \
-        ring_steps(collective, n, algorithm) * proto["hop_latency_s"]
-    fill = model_constant(f"transports/{transport}/fill") * np.minimum(
-        wire, model_constant(f"transports/{transport}/fill_bytes")) / b
+        ring_steps(collective, n, algorithm, nodes) * proto["hop_latency_s"]
+    fill = _fill_bytes(wire, *_fill_params(transport, collective)) / b
     if protocol == "LL":
         fill = 0.0                      # LL has no chunk pipeline to fill
     return lat + wire / b + fill
@@ -373,7 +411,7 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
     .. math::
 
         t_{a,p}(S) = t_0 + L_p + k_a(n)\,h_p + \frac{w_a(n)\,S}{B\,e_c\,\pi_p}
-                     + f\,\frac{\min(w_a(n) S, S_f)}{B\,e_c\,\pi_p}
+                     + f\,S_f\,\frac{1 - e^{-w_a(n) S / S_f}}{B\,e_c\,\pi_p}
 
     with launch cost :math:`t_0`, NCCL's base and per-hop latencies
     :math:`L_p, h_p`, steps :math:`k_a(n)` (:func:`ring_steps`), wire factor
@@ -442,7 +480,8 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
                 # one ring through every GPU: the network is the slowest link
                 bw = min(bw_intra, fabric_bandwidth(system, transport,
                                                     scope="inter").bytes_per_s)
-                t = _single_time(collective, s, n, system, transport, algo, proto, bw)
+                t = _single_time(collective, s, n, system, transport, algo, proto, bw,
+                                 nodes)
             else:
                 t = _single_time(collective, s, n, system, transport, algo, proto,
                                  bw_intra)
@@ -523,9 +562,9 @@ def calibrate(collective, message_bytes, times, n_ranks, system, *, transport="p
     small, big = s <= 4096, s >= 64 * 2**20
     if not small.any() or not big.any():
         raise ValueError("message_bytes must include sizes <= 4 KiB and >= 64 MiB")
-    f = model_constant(f"transports/{transport}/fill") if fill is None \
-        else as_number("fill", fill, low=0, allow_array=False)
-    sf = model_constant(f"transports/{transport}/fill_bytes") if fill_bytes is None \
+    f0, sf0 = _fill_params(transport, collective)
+    f = f0 if fill is None else as_number("fill", fill, low=0, allow_array=False)
+    sf = sf0 if fill_bytes is None \
         else as_number("fill_bytes", fill_bytes, low=0, allow_array=False)
     algo = "direct" if collective in ("alltoall", "sendrecv") else "ring"
     protos = ("Simple",) if algo == "direct" else PROTOCOLS
@@ -535,6 +574,7 @@ def calibrate(collective, message_bytes, times, n_ranks, system, *, transport="p
     wire = wire_factor(collective, n, algo) * s[i]
     lat_simple = launch + _nccl_latency(collective, n, algo, "Simple")
     line = fabric_bandwidth(system, transport).bytes_per_s
-    # t = lat + (wire + f min(wire, sf)) / (line e)  ->  e
-    eff = (wire + f * min(wire, sf)) / (line * max(t[i] - lat_simple, 1e-12))
+    # t = lat + (wire + fill(wire)) / (line e)  ->  e
+    eff = (wire + float(_fill_bytes(wire, f, sf))) / (line * max(t[i] - lat_simple,
+                                                                  1e-12))
     return {"launch_s": launch, "efficiency": min(eff, 1.0)}

@@ -92,7 +92,8 @@ def test_protocol_choice_has_the_measured_shape():
     p = C.predict("all_reduce", [1024, 2**30], 2, SYSTEM)
     assert list(p.protocol) == ["LL", "Simple"]
     forced = C.predict("all_reduce", 2**30, 2, SYSTEM, protocol="LL")
-    assert forced.time[0] > 2 * p.time[1]              # LL's bandwidth is ~38%
+    # LL carries 4 data bytes per 8-byte line: at most half of Simple's bandwidth
+    assert forced.time[0] > 1.9 * p.time[1]
 
 
 def test_nvls_only_where_the_switch_reduces():
@@ -121,9 +122,11 @@ def test_model_against_our_h200_sweeps(transport):
     for coll, a in SWEEPS[transport].items():
         s, t = a[:, 0], a[:, 1]
         err = np.abs(C.predict(coll, s, 2, SYSTEM, transport=transport).time / t - 1)
-        assert err.mean() < 0.12, (coll, err.mean())
-        assert err[s >= 65536].max() < 0.45, (coll, err[s >= 65536].max())
-        assert err[s >= 2**26].max() < 0.20, (coll, err[s >= 2**26].max())
+        assert err.mean() < 0.10, (coll, err.mean())
+        assert err[s >= 65536].max() < 0.30, (coll, err[s >= 65536].max())
+        assert err[s >= 2**26].max() < 0.16, (coll, err[s >= 2**26].max())
+        if transport == "p2p":
+            assert err[s >= 65536].max() < 0.19, (coll, err[s >= 65536].max())
 
 
 def test_calibrate_needs_small_and_large_sizes():
@@ -175,3 +178,38 @@ def test_nvls_can_be_switched_off_like_nccl():
         C.predict("all_reduce", 2**30, 8, "hgx-h200", algorithm="nvls", nvls=False)
     with pytest.raises(ValueError, match="nvls"):
         C.predict("all_reduce", 2**30, 8, "hgx-h200", nvls="no")
+
+
+# Public 8x H200 nccl-tests all_reduce sweep with NVLS on (busbw GB/s; stas00/ml-engineering
+# network chapter, quoted in the course's reference notes). The NVLS latency/fill and the
+# LL hop latency were fitted to it, so this guards the fit rather than proving the model.
+PUBLIC_8XH200_NVLS = {2**15: 1.44, 2**17: 5.7, 2**19: 23.9, 2**20: 39.9, 2**22: 107,
+                      2**23: 156, 2**24: 220, 2**25: 276, 2**26: 347, 2**27: 402,
+                      2**28: 436, 2**29: 450, 2**30: 464, 2**32: 473, 2**34: 482}
+
+
+def test_public_8x_h200_nvls_sweep():
+    s = np.array(sorted(PUBLIC_8XH200_NVLS), dtype=float)
+    want = np.array([PUBLIC_8XH200_NVLS[k] for k in sorted(PUBLIC_8XH200_NVLS)]) * 1e9
+    err = C.predict("all_reduce", s, 8, "hgx-h200").busbw / want - 1
+    assert np.abs(err[s >= 65536]).max() < 0.15
+    assert np.abs(err).max() < 0.30
+
+
+def test_public_8x_h200_ring_and_nvls_ramp():
+    """16 GiB ring / all_gather / reduce_scatter and the 4-8 GPU NVLS ramp at 8 GiB."""
+    ring = C.predict("all_reduce", 2**34, 8, "hgx-h200", nvls=False).busbw[0]
+    assert ring / 367.2e9 == pytest.approx(1, abs=0.05)
+    for coll, want in (("all_gather", 361.4e9), ("reduce_scatter", 362.9e9)):
+        assert C.predict(coll, 2**34, 8, "hgx-h200").busbw[0] / want == \
+            pytest.approx(1, abs=0.05)
+    for n, want in ((4, 363), (5, 414), (6, 436), (7, 460), (8, 473)):
+        got = C.predict("all_reduce", 2**33, n, "hgx-h200").busbw[0]
+        assert got / (want * 1e9) == pytest.approx(1, abs=0.08), n
+
+
+def test_tree_inside_one_node_is_a_chain():
+    """NCCL's tree is a chain inside a node: as many steps as the ring there."""
+    assert C.ring_steps("all_reduce", 8, "tree") == C.ring_steps("all_reduce", 8)
+    assert C.ring_steps("all_reduce", 16, "tree", nodes=2) == 2 * (7 + 1)
+    assert C.ring_steps("all_reduce", 64, "tree", nodes=8) < C.ring_steps("all_reduce", 64)
