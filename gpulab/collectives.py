@@ -331,19 +331,33 @@ def _fill_bytes(wire, f, sf):
     return f * sf * -np.expm1(-np.asarray(wire, dtype=float) / sf)
 
 
-def _fill_params(transport, collective):
+def _const(system, path):
+    """A model constant, taking the system's calibrated overrides
+    (``System.collective_model``, written by ``gpulab fit``) first; mappings are
+    merged key by key."""
+    base = model_constant(path)
+    node = getattr(system, "collective_model", None)
+    for key in path.split("/"):
+        if not isinstance(node, dict) or key not in node:
+            return base
+        node = node[key]
+    return {**base, **node} if isinstance(base, dict) and isinstance(node, dict) \
+        else node
+
+
+def _fill_params(transport, collective, system=None):
     """(f, S_f) of a collective: its own entry if it has one (point-to-point
     operations pipeline differently), else the transport's."""
-    own = model_constant(f"transports/{transport}/collectives/{collective}")
-    return (own.get("fill", model_constant(f"transports/{transport}/fill")),
-            own.get("fill_bytes", model_constant(f"transports/{transport}/fill_bytes")))
+    own = _const(system, f"transports/{transport}/collectives/{collective}")
+    return (own.get("fill", _const(system, f"transports/{transport}/fill")),
+            own.get("fill_bytes", _const(system, f"transports/{transport}/fill_bytes")))
 
 
-def _efficiency(transport, collective, n):
+def _efficiency(transport, collective, n, system=None):
     """Achieved fraction of the line rate for ``n`` ranks: our 2-rank value,
     moving linearly in ``1 - 2/n`` to the 8-rank value where one is known
     (``efficiency_8``, from public 8-GPU runs) and constant beyond 8 ranks."""
-    here = model_constant(f"transports/{transport}/collectives/{collective}")
+    here = _const(system, f"transports/{transport}/collectives/{collective}")
     e2 = here["efficiency"]
     if "efficiency_8" not in here or n <= 2:
         return e2
@@ -355,21 +369,21 @@ def _single_time(collective, s, n, system, transport, algorithm, protocol, bw_in
                  nodes=1):
     """Time of one (algorithm, protocol) for sizes ``s`` (array), intra-node."""
     here = f"transports/{transport}/collectives/{collective}"
-    launch = model_constant(f"{here}/launch_s")
-    eff = _efficiency(transport, collective, n)
+    launch = _const(system, f"{here}/launch_s")
+    eff = _efficiency(transport, collective, n, system)
     if algorithm == "nvls":
         b = bw_intra * model_constant("nvls/efficiency")
         fill = _fill_bytes(s, model_constant("nvls/fill"),
                            model_constant("nvls/fill_bytes")) / b
         return launch + model_constant("nvls/latency_s") + s / b + fill
-    proto = model_constant(f"protocols/{protocol}")
+    proto = _const(system, f"protocols/{protocol}")
     b = bw_intra * eff * proto["bandwidth"]
     if algorithm == "tree":
         b *= 0.9                       # NCCL: tree busbw x 0.9
     wire = wire_factor(collective, n, algorithm) * s
     lat = launch + proto["base_latency_s"] + \
         ring_steps(collective, n, algorithm, nodes) * proto["hop_latency_s"]
-    fill = _fill_bytes(wire, *_fill_params(transport, collective)) / b
+    fill = _fill_bytes(wire, *_fill_params(transport, collective, system)) / b
     if protocol == "LL":
         fill = 0.0                      # LL has no chunk pipeline to fill
     return lat + wire / b + fill
@@ -496,15 +510,25 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
 
 
 def _hierarchical(s, n, nodes, system, transport, proto, bw_intra):
+    """Reduce-scatter inside each NVLink domain, all_reduce of each rank's shard
+    between domains over its own NIC, all-gather inside the domain, pipelined
+    chunk by chunk as NCCL does: the latencies add up, and the bandwidth time is
+    that of the busier resource, NVLink (carrying the reduce-scatter and the
+    all-gather at once) or the network."""
     g = max(1, n // nodes)                 # ranks per NVLink domain
-    intra_rs = _single_time("reduce_scatter", s, g, system, transport, "ring", proto,
-                            bw_intra) if g > 1 else 0.0
-    bw_net = fabric_bandwidth(system, transport, scope="inter").bytes_per_s * g
-    inter = _single_time("all_reduce", s / g, nodes, system, transport, "ring", proto,
-                         bw_net / g) if nodes > 1 else 0.0
-    intra_ag = _single_time("all_gather", s, g, system, transport, "ring", proto,
-                            bw_intra) if g > 1 else 0.0
-    return intra_rs + inter + intra_ag
+    one = np.ones_like(s)
+
+    def parts(collective, size, ranks, bw):
+        if ranks <= 1:
+            return 0.0, 0.0
+        t = _single_time(collective, size, ranks, system, transport, "ring", proto, bw)
+        lat = _single_time(collective, one, ranks, system, transport, "ring", proto, bw)
+        return lat, t - lat
+    bw_nic = fabric_bandwidth(system, transport, scope="inter").bytes_per_s
+    lat_rs, bw_rs = parts("reduce_scatter", s, g, bw_intra)
+    lat_net, bw_net = parts("all_reduce", s / g, nodes, bw_nic)
+    lat_ag, bw_ag = parts("all_gather", s, g, bw_intra)
+    return lat_rs + lat_net + lat_ag + np.maximum(bw_rs + bw_ag, bw_net)
 
 
 def _prediction(collective, n, s, t, algos, protos, scalar):

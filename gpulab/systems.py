@@ -235,6 +235,10 @@ class System:
     source: str
     accessed: str
     network: NetworkConfig | None = None
+    #: Overrides of ``data/nccl_model.yaml`` for this system (calibrated by
+    #: ``gpulab fit``): same key paths, e.g. ``transports/p2p/collectives/
+    #: all_reduce/efficiency``; ``None`` when the system uses the shared model.
+    collective_model: dict | None = None
 
     @property
     def nodes(self):
@@ -446,7 +450,10 @@ class _Reader:
 
 
 _TOP = ("description", "gpu", "gpu_variant", "n_gpus", "gpus_per_node", "nvlink",
-        "pcie", "host_copy", "p2p", "network", "source", "accessed")
+        "pcie", "host_copy", "p2p", "network", "source", "accessed",
+        "collective_model")
+_CM_COLLECTIVE_KEYS = ("launch_s", "efficiency", "efficiency_8", "fill", "fill_bytes")
+_CM_PROTOCOL_KEYS = ("base_latency_s", "hop_latency_s", "bandwidth")
 _NVLINK_KEYS = ("generation", "links_per_gpu", "fabric", "nvls", "domain_gpus",
                 "peer_links", "switch_chips")
 
@@ -467,7 +474,8 @@ def _copy_params(r, kind):
 
 def _system(doc, name, value):
     path = ("systems", name)
-    r = _Reader(doc, path, value, _TOP, optional=("gpu_variant", "network"))
+    r = _Reader(doc, path, value, _TOP, optional=("gpu_variant", "network",
+                                                  "collective_model"))
     gpu = r.choice("gpu", specs.gpu_names())
     n_gpus = r.integer("n_gpus", 1)
     per_node = r.integer("gpus_per_node", 1, n_gpus)
@@ -523,11 +531,56 @@ def _system(doc, name, value):
         accessed = accessed.isoformat()
     if not isinstance(accessed, str) or not accessed.strip():
         r.fail("accessed", f"must be a date such as '2026-11-30'; got {accessed!r}")
+    cm = None
+    if "collective_model" in r.value:
+        cm = _collective_model(r.sub("collective_model", ("transports", "protocols",
+                                                          "source"),
+                                     optional=("transports", "protocols")))
     return System(name=name, description=r.text("description"), gpu=gpu,
                   gpu_variant=r.text("gpu_variant", None), n_gpus=n_gpus,
                   gpus_per_node=per_node, nvlink=nvlink, pcie=pcie,
                   host_copy=host_copy, p2p=p2p, source=r.text("source"),
-                  accessed=accessed, network=network)
+                  accessed=accessed, network=network, collective_model=cm)
+
+
+def _collective_model(r):
+    """The optional ``collective_model`` section: calibrated overrides."""
+    out = {"source": r.text("source")}
+    if "transports" in r.value:
+        tr = r.sub("transports", ("p2p", "shm"), optional=("p2p", "shm"))
+        out["transports"] = {}
+        for t in ("p2p", "shm"):
+            if t not in tr.value:
+                continue
+            tt = tr.sub(t, ("fill", "fill_bytes", "collectives"),
+                        optional=("fill", "fill_bytes", "collectives"))
+            d = {k: tt.number(k, 0) for k in ("fill", "fill_bytes") if k in tt.value}
+            if "collectives" in tt.value:
+                from .collectives import COLLECTIVES    # late: imports this module
+                cs = tt.sub("collectives", COLLECTIVES, optional=COLLECTIVES)
+                d["collectives"] = {}
+                for c in COLLECTIVES:
+                    if c not in cs.value:
+                        continue
+                    e = cs.sub(c, _CM_COLLECTIVE_KEYS, optional=_CM_COLLECTIVE_KEYS)
+                    vals = {}
+                    for k in _CM_COLLECTIVE_KEYS:
+                        if k in e.value:
+                            vals[k] = e.number(k, 0, 1, low_inclusive=False) \
+                                if k.startswith("efficiency") else e.number(k, 0)
+                    d["collectives"][c] = vals
+            out["transports"][t] = d
+    if "protocols" in r.value:
+        ps = r.sub("protocols", ("LL", "LL128", "Simple"),
+                   optional=("LL", "LL128", "Simple"))
+        out["protocols"] = {}
+        for p in ("LL", "LL128", "Simple"):
+            if p in ps.value:
+                e = ps.sub(p, _CM_PROTOCOL_KEYS, optional=_CM_PROTOCOL_KEYS)
+                out["protocols"][p] = {
+                    k: (e.number(k, 0, 1, low_inclusive=False) if k == "bandwidth"
+                        else e.number(k, 0)) for k in _CM_PROTOCOL_KEYS if k in e.value}
+    return out
 
 
 def _nvlink(nv, n_gpus, per_node):
@@ -661,8 +714,26 @@ def parse(text, *, source="<text>"):
     for name, value in table.items():
         if not isinstance(name, str) or not name.strip() or ":" in name:
             doc.fail(("systems", str(name)), "system names must be text without ':'")
+        if isinstance(value, dict) and "base" in value:
+            value = _inherit(doc, name, value)
         out[name] = _system(doc, name, value)
     return out
+
+
+def _inherit(doc, name, value):
+    """``base: <preset>``: start from the preset's YAML mapping, then apply this
+    entry's keys (mappings merged key by key, anything else replaced)."""
+    base = value["base"]
+    raw = yaml.safe_load(specs.read_data_text("systems.yaml"))["systems"]
+    if not isinstance(base, str) or base not in raw:
+        doc.fail(("systems", name, "base"), f"must name a preset ({', '.join(raw)}); "
+                                            f"got {base!r}")
+
+    def merge(a, b):
+        if isinstance(a, dict) and isinstance(b, dict):
+            return {**a, **{k: merge(a.get(k), v) for k, v in b.items()}}
+        return b
+    return merge(raw[base], {k: v for k, v in value.items() if k != "base"})
 
 
 def load(path):
