@@ -17,6 +17,10 @@ Subcommands
 ``gpulab predict --collective all_reduce --system NAME --ranks N``
     Predicted collective times, algbw and busbw in nccl-tests' table format
     (:mod:`gpulab.cli_predict`, model in :mod:`gpulab.collectives`).
+``gpulab compare FILE [FILE...] --system NAME``
+    Measured nccl-tests sweeps vs the model per size, with the error and a
+    summary per size band (:mod:`gpulab.cli_compare`, readers in
+    :mod:`gpulab.nccltests`).
 """
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ from . import __version__, links, measurements, pcie, specs, units
 __all__ = ["main", "build_parser", "emit"]
 
 #: Modules (in gpulab) that add subcommands: see build_parser.
-_EXTENSIONS = ("cli_topo", "cli_predict")
+_EXTENSIONS = ("cli_topo", "cli_predict", "cli_compare")
 
 
 def emit(rows, fmt, out):

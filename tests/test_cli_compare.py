@@ -1,0 +1,110 @@
+"""``gpulab compare``: measured nccl-tests sweeps vs the model, in every format."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from gpulab import cli, collectives, nccltests as nt
+
+RAW = Path(nt.__file__).with_name("data") / "measurements" / "raw"
+RUN2 = RAW / "h200-x2-2026-11-30-run2" / "nccl_default.txt"
+C_TXT = RAW / "h200-x2-2026-11-30-nccl-c" / "c_default.txt"
+DATA = Path(__file__).parent / "data" / "nccltests"
+SYS = ["--system", "h200-x2-measured"]
+
+
+def run(*argv):
+    buf = io.StringIO()
+    rc = cli.main(["compare", *map(str, argv)], out=buf)
+    return rc, buf.getvalue()
+
+
+def test_table_on_recorded_all_reduce():
+    rc, text = run(RUN2, *SYS, "--collective", "all_reduce")
+    assert rc == 0
+    lines = text.splitlines()
+    assert lines[0].startswith("# gpulab compare:") and "all_reduce, 2 ranks" in lines[0]
+    assert lines[2].split()[:4] == ["size_bytes", "time_us", "model_time_us",
+                                    "time_err_pct"]
+    body = [ln for ln in lines[3:] if not ln.startswith("#")]
+    assert len(body) == 28
+    assert body[0].split()[:2] == ["8", "47.25"]
+    bands = [ln for ln in lines if "mean |time error|" in ln]
+    assert [b.split(":")[0].strip("# ").strip() for b in bands] == [
+        "8 B-32 KiB", "64-512 KiB", "1-8 MiB", "16 MiB+"]
+    assert "(7 sizes)" in bands[-1]
+
+
+def test_json_agrees_with_the_model():
+    rc, text = run(C_TXT, *SYS, "--collective", "all_reduce", "--format", "json")
+    assert rc == 0
+    (doc,) = json.loads(text)
+    assert (doc["collective"], doc["n_ranks"], doc["transport"]) == (
+        "all_reduce", 2, "p2p")
+    sizes = [r["size_bytes"] for r in doc["rows"]]
+    pred = collectives.predict("all_reduce", [float(s) for s in sizes], 2,
+                               "h200-x2-measured")
+    for r, t in zip(doc["rows"], pred.time):
+        assert r["model_time_us"] == pytest.approx(t * 1e6, rel=1e-3)
+        assert r["time_err_pct"] == pytest.approx(
+            (r["model_time_us"] - r["time_us"]) / r["time_us"] * 100, abs=0.05)
+    big = [b for b in doc["summary"] if b["band"] == "16 MiB+"][0]
+    assert big["mean_abs_err_pct"] < 6          # the model's stated accuracy
+
+
+def test_csv_all_tables_of_a_file():
+    rc, text = run(RUN2, *SYS, "--format", "csv")
+    assert rc == 0
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert {r["collective"] for r in rows} == {"all_reduce", "all_gather",
+                                               "reduce_scatter", "alltoall",
+                                               "sendrecv"}
+    assert all(r["n_ranks"] == "2" for r in rows)
+
+
+def test_several_files_and_shm(tmp_path):
+    rc, text = run(RAW / "h200-x2-2026-11-30-nccl-c" / "c_p2p_disable.csv", *SYS,
+                   "--transport", "shm", "--collective", "all_gather")
+    assert rc == 0 and "transport shm" in text
+
+
+def test_plot_is_png(tmp_path):
+    out = tmp_path / "cmp.png"
+    rc, _ = run(RUN2, *SYS, "--collective", "all_reduce", "--plot", out)
+    assert rc == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_ranks_override_and_missing_name():
+    rc, text = run(DATA / "gb200_nvl72_all_reduce_excerpt.txt", "--system",
+                   "gb200-nvl72", "--ranks", "72", "--collective", "all_reduce")
+    assert rc == 0 and "72 ranks" in text
+
+
+@pytest.mark.parametrize("argv, flag", [
+    ([RUN2], "--system"),
+    ([RUN2, "--system", "no-such"], "--system"),
+    ([RUN2, *SYS, "--transport", "nvlink"], "--transport"),
+    ([RUN2, *SYS, "--ranks", "0"], "--ranks"),
+    ([RUN2, *SYS, "--ranks", "3"], "--ranks"),
+    ([RUN2, *SYS, "--collective", "broadcast"], "--collective"),
+    ([RUN2, *SYS, "--collective", "allreduce"], "--collective"),
+    ([RUN2, *SYS, "--format", "xml"], "--format"),
+    (["/no/such/file.txt", *SYS], "FILE"),
+    ([DATA / "README.md", *SYS], "FILE"),
+    ([RUN2, *SYS, "--plot", "out.svg"], "--plot"),
+    ([DATA / "gb200_nvl72_all_reduce_excerpt.txt", "--system", "gb200-nvl72"],
+     "--collective"),
+    ([], "FILE"),
+])
+def test_bad_arguments_exit_2_with_usage(argv, flag, capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["compare", *map(str, argv)], out=io.StringIO())
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: gpulab compare" in err
+    assert flag in err
