@@ -16,6 +16,7 @@ import importlib
 from . import collectives, links, measurements, scaling, specs, units
 from . import pcie, systems  # PCIe chapter: link/protocol/copy model, system presets
 from . import topology  # PCIe chapter: server topology graph, topo -m reader
+from . import nccltests, parallelism  # measuring and parallel-layout chapters
 
 __version__ = "0.1.0"
 
@@ -23,9 +24,10 @@ __all__ = ["__version__", "units", "specs", "links", "collectives", "scaling",
            "measurements", "plotting", "widgets"]
 __all__ += ["pcie", "systems"]
 __all__ += ["topology"]
+__all__ += ["nccltests", "parallelism", "bench"]
 
 
 def __getattr__(name):  # lazy optional layers (PEP 562)
-    if name in ("plotting", "widgets"):
+    if name in ("plotting", "widgets", "bench"):
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'gpulab' has no attribute {name!r}")
