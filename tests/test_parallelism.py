@@ -264,7 +264,8 @@ def test_tp_wider_than_nvlink_domain_is_noted():
     inside = par.step_time("70b", big, (8, 2, 4), global_batch=64)
     # per call: the network (hierarchical all-reduce) is slower than NVLink/NVLS
     per_call = st_.tp_comm / st_.comm.tp_calls
-    assert per_call > 2 * inside.tp_comm / inside.comm.tp_calls
+    # (the two-node all_reduce is NIC-bound: ~387 GB/s busbw on 16 ranks vs NVLS ~480)
+    assert per_call > 1.2 * inside.tp_comm / inside.comm.tp_calls
 
 
 def test_full_dp_overlap_hides_no_more_than_last_backward():
