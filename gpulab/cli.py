@@ -17,6 +17,9 @@ Subcommands
 ``gpulab predict --collective all_reduce --system NAME --ranks N``
     Predicted collective times, algbw and busbw in nccl-tests' table format
     (:mod:`gpulab.cli_predict`, model in :mod:`gpulab.collectives`).
+``gpulab fit FILE... --system NAME -o my-system.yaml``
+    Calibrate the collective model's launch cost and efficiency per collective
+    from measured sweeps; the YAML works as ``--system`` (:mod:`gpulab.cli_fit`).
 ``gpulab compare FILE [FILE...] --system NAME``
     Measured nccl-tests sweeps vs the model per size, with the error and a
     summary per size band (:mod:`gpulab.cli_compare`, readers in
@@ -35,7 +38,7 @@ from . import __version__, links, measurements, pcie, specs, units
 __all__ = ["main", "build_parser", "emit"]
 
 #: Modules (in gpulab) that add subcommands: see build_parser.
-_EXTENSIONS = ("cli_topo", "cli_predict", "cli_compare")
+_EXTENSIONS = ("cli_topo", "cli_predict", "cli_compare", "cli_fit")
 
 
 def emit(rows, fmt, out):

@@ -1,0 +1,106 @@
+"""gpulab fit: calibrate on recorded sweeps, write a preset, use it again."""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from gpulab import cli, collectives, measurements, nccltests, systems
+
+RAW = Path(measurements.__file__).with_name("data") / "measurements" / "raw"
+MEDIAN = RAW / "h200-x2-2026-11-30-nccl-c-repeat" / "c_default_median.csv"
+SHM = RAW / "h200-x2-2026-11-30-nccl-c-repeat" / "c_p2p_disable_median.csv"
+
+
+def _run(*args):
+    out = io.StringIO()
+    try:
+        rc = cli.main(list(args), out=out)
+    except SystemExit as exc:
+        rc = exc.code
+    return rc, out.getvalue()
+
+
+@pytest.mark.parametrize("src, transport, worst", [(MEDIAN, "p2p", 0.25),
+                                                    (SHM, "shm", 0.30)])
+def test_fit_reproduces_our_measurements(tmp_path, src, transport, worst):
+    out = tmp_path / "mine.yaml"
+    rc, text = _run("fit", str(src), "--system", "h200-x2-measured", "-o", str(out),
+                    "--transport", transport, "--format", "json")
+    assert rc == 0, text
+    rows = json.loads(text)
+    assert {r["fit"] for r in rows} == {"before", "after"}
+    mine = systems.resolve(str(out))
+    assert mine.name == "mine" and mine.n_gpus == 2          # inherited from the base
+    for sw in nccltests.read_all(str(src)):
+        s, t = sw.size_bytes.astype(float), sw.time_s
+        err = np.abs(collectives.predict(sw.collective, s, 2, mine,
+                                         transport=transport).time / t - 1)
+        assert err[s >= 65536].max() < worst, (sw.collective, err.max())
+        assert err.mean() < 0.10, sw.collective
+    # the fitted values are what calibrate() gives, written into the file
+    doc = yaml.safe_load(out.read_text())["systems"]["mine"]
+    assert doc["base"] == "h200-x2-measured"
+    ar = doc["collective_model"]["transports"][transport]["collectives"]["all_reduce"]
+    a = nccltests.parse(src.read_text(), collective="all_reduce")
+    want = collectives.calibrate("all_reduce", a.size_bytes.astype(float), a.time_s, 2,
+                                 "h200-x2-measured", transport=transport)
+    assert ar["efficiency"] == pytest.approx(want["efficiency"], rel=1e-4)
+
+
+def test_fitted_file_changes_the_prediction(tmp_path):
+    """A system's collective_model overrides the shared constants (and only its own)."""
+    text = ("systems:\n  slow:\n    base: hgx-h200\n    collective_model:\n"
+            "      source: test\n      transports:\n        p2p:\n          collectives:\n"
+            "            all_gather: {efficiency: 0.4, efficiency_8: 0.4}\n")
+    slow = systems.parse(text)["slow"]
+    base = collectives.predict("all_gather", 2**34, 8, "hgx-h200").busbw[0]
+    got = collectives.predict("all_gather", 2**34, 8, slow).busbw[0]
+    assert got == pytest.approx(0.4 * 450e9, rel=0.01) and base > 1.5 * got
+    assert collectives.predict("reduce_scatter", 2**34, 8, slow).busbw[0] == \
+        pytest.approx(collectives.predict("reduce_scatter", 2**34, 8, "hgx-h200").busbw[0])
+
+
+@pytest.mark.parametrize("bad, msg", [
+    ("efficiency: 1.5", "efficiency"), ("efficiency: 0", "efficiency"),
+    ("launch_s: -1.0e-6", "launch_s"), ("speed: 3", "speed")])
+def test_collective_model_section_is_validated(bad, msg):
+    text = ("systems:\n  x:\n    base: hgx-h200\n    collective_model:\n      source: t\n"
+            "      transports:\n        p2p:\n          collectives:\n"
+            f"            all_gather: {{{bad}}}\n")
+    with pytest.raises(ValueError, match=msg):
+        systems.parse(text)
+
+
+def test_base_must_be_a_preset():
+    with pytest.raises(ValueError, match="base"):
+        systems.parse("systems:\n  x:\n    base: no-such\n")
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["fit", str(MEDIAN), "--system", "nope", "-o", "x.yaml"], "--system"),
+    (["fit", str(MEDIAN), "--system", "hgx-h200", "-o", "x.txt"], "--output"),
+    (["fit", "/no/such/file", "--system", "hgx-h200", "-o", "x.yaml"], "FILE"),
+    (["fit", str(MEDIAN), "--system", "hgx-h200", "-o", "x.yaml", "--ranks", "0"],
+     "ranks"),
+    (["fit", str(MEDIAN), "--system", "hgx-h200"], "output")])
+def test_fit_usage_errors(args, msg, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc, _ = _run(*args)
+    assert rc == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_fit_needs_small_and_large_sizes(tmp_path, capsys):
+    f = tmp_path / "mid.csv"
+    f.write_text("collective,n_ranks,size_bytes,time_us,algbw_GBps,busbw_GBps\n"
+                 "all_reduce,2,1048576,20.0,52.43,52.43\n"
+                 "all_reduce,2,2097152,28.0,74.90,74.90\n")
+    rc, _ = _run("fit", str(f), "--system", "h200-x2-measured", "-o",
+                 str(tmp_path / "x.yaml"))
+    assert rc == 2 and "message_bytes" in capsys.readouterr().err
+    assert not (tmp_path / "x.yaml").exists()
