@@ -677,6 +677,16 @@ def _parse_json_doc(doc, source, collective):
         for r in doc:
             w.writerow({k: r.get(k, "") for k in keys})
         return _parse_csv(text.getvalue(), source)
+    if isinstance(doc, dict) and isinstance(doc.get("meta"), dict) \
+            and isinstance(doc.get("results"), list) and doc["results"] \
+            and isinstance(doc["results"][0], dict) \
+            and "size_bytes" in doc["results"][0]:         # python -m gpulab.bench
+        sweeps = _parse_json_doc(doc["results"], source, collective)
+        version = doc["meta"].get("nccl_version")
+        for sw in sweeps:
+            if version and not sw.nccl_version:
+                sw.nccl_version = str(version)
+        return sweeps
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise NcclTestsParseError("JSON object has no 'results' list (nccl-tests "
                                   "-J report)", None, None, source)

@@ -3,10 +3,12 @@ argument errors; the GPU path is skipped cleanly when torch/CUDA are absent."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
@@ -213,3 +215,28 @@ def test_gpu_path_smoke():                                 # pragma: no cover
                         "-b", "8", "-e", "1K"], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
+
+
+def test_recorded_h200_x2_runs_match_the_cpp_nccl_sweep():
+    """gpulab.bench vs the nccl-tests method without Python (benchmarks/nccl_sweep.cu),
+    same machine and session: busbw within 5% from 64 MiB (at most 3 of 100 points off,
+    transients of a shared machine), and the JSON output reads back."""
+    from gpulab import measurements
+    run = "h200-x2-2026-11-30-bench"
+    ref = {s.collective: dict(zip(s.size_bytes, s.busbw)) for s in nccltests.parse_all(
+        measurements.raw_capture(run, "c_default.csv"))}
+    diffs = []
+    for name in ("bench_default_r1.txt", "bench_default_r2.txt",
+                 "a_bench_default_r1.txt", "a_bench_default_r2.txt"):
+        for sw in nccltests.parse_all(measurements.raw_capture(run, name)):
+            assert sw.n_ranks == 2 and (sw.wrong == 0).all()
+            for s, b in zip(sw.size_bytes, sw.busbw):
+                if s >= 64 * 2**20:
+                    diffs.append(b / ref[sw.collective][s] - 1)
+    diffs = np.abs(diffs)
+    assert len(diffs) == 100           # 5 sizes x 5 collectives x 4 runs
+    assert np.median(diffs) < 0.01
+    assert (diffs > 0.05).sum() <= 3
+    sweeps = nccltests.read_all(str(Path(measurements.__file__).with_name("data")
+                                    / "measurements" / "raw" / run / "bench_default_r1.json"))
+    assert [s.collective for s in sweeps][:2] == ["all_reduce", "all_gather"]
