@@ -852,7 +852,7 @@ def topology_explorer(text=None, *, sample="dgx-h100", acs_enabled=False,
 
 #: Explorer names in book order; ``<name>_explorer`` is the factory.
 _EXPLORER_NAMES = ("scaling", "link", "pcie", "pipeline", "topology", "collective",
-                   "fabric")
+                   "fabric", "bucket", "layout", "tp", "roi")
 
 
 def explorers():
@@ -1254,3 +1254,823 @@ def fabric_explorer(system="hgx-h200", n_ranks=8, message_bytes=64 * 2 ** 20,
         raise ValueError(f"collective must be one of "
                          f"{', '.join(collectives.COLLECTIVES)}; got {collective!r}")
     return _FabricExplorer(system, n_ranks, message_bytes, collective)
+
+
+# --- Chapter 6: reading nccl-tests (bucket explorer) ----------------------------------
+# (section owned by the Chapter 6 author)
+__all__ += ["bucket_explorer", "bucket_allreduce_time", "BUCKET_SIZES",
+            "BUCKET_LABELS", "BUCKET_GRID", "GRADIENT_SIZES"]
+
+#: Named bucket sizes of the explorer [B]: PyTorch DDP's default
+#: ``bucket_cap_mb=25`` (DDP multiplies by 1024 * 1024) and Megatron-Core's default
+#: of 40 M gradient elements, in bf16 (2 B) and fp32 (4 B).
+BUCKET_LABELS = {25 * 2 ** 20: "25 MiB (PyTorch DDP default)",
+                 80_000_000: "80 MB (Megatron 40M bf16)",
+                 160_000_000: "160 MB (Megatron 40M fp32)"}
+#: Bucket sizes of the explorer's slider: powers of two from 256 KiB to 16 GiB and
+#: the named defaults. [B]
+BUCKET_SIZES = tuple(sorted({2 ** k for k in range(18, 35)} | set(BUCKET_LABELS)))
+#: Gradient sizes of the explorer: powers of two from 64 MiB to 64 GiB. [B]
+GRADIENT_SIZES = tuple(2 ** k for k in range(26, 37))
+#: Bucket sizes of the explorer's curve: 2^18 to 2^34 B in quarter powers of two.
+BUCKET_GRID = tuple(float(2 ** (k / 4)) for k in range(72, 137))
+
+
+def bucket_allreduce_time(gradient_bytes, bucket_bytes, n_ranks, system,
+                          transport="p2p"):
+    """Time to all_reduce a gradient split into buckets, one call per bucket.
+
+    ``floor(G / b)`` full buckets of ``b`` bytes and one last bucket of the
+    remainder (``ceil(G / b)`` calls in all); a bucket larger than the gradient
+    is one call of ``G``. Calls run one after another (no overlap with compute);
+    each call's time is :func:`gpulab.collectives.predict` for ``all_reduce``.
+
+    Parameters
+    ----------
+    gradient_bytes : float
+        Size of all the gradients to reduce. [B]
+    bucket_bytes : array_like
+        Bucket size(s). [B]
+    n_ranks : int
+        GPUs in the data-parallel group.
+    system : str
+        A :func:`gpulab.systems.names` preset.
+    transport : {"p2p", "shm"}
+
+    Returns
+    -------
+    total_time : numpy.ndarray
+        [s], one per bucket size.
+    n_buckets : numpy.ndarray of int
+        ``ceil(G / b)``.
+    """
+    import numpy as np
+
+    from . import collectives
+
+    g = float(gradient_bytes)
+    if not (np.isfinite(g) and g >= 1):
+        raise ValueError(f"gradient_bytes must be >= 1 [B]; got {gradient_bytes!r}")
+    b = np.atleast_1d(np.asarray(bucket_bytes, dtype=float))
+    if b.size == 0 or not (np.all(np.isfinite(b)) and np.all(b >= 1)):
+        raise ValueError(f"bucket_bytes must be >= 1 [B]; got {bucket_bytes!r}")
+    b = np.minimum(b, g)
+    n_full = np.floor(g / b)
+    rem = g - n_full * b
+    sizes = np.concatenate([b, np.where(rem > 0, rem, b)])
+    p = collectives.predict("all_reduce", sizes, n_ranks, system,
+                            transport=transport)
+    t = np.asarray(p.time, dtype=float)
+    total = n_full * t[:b.size] + np.where(rem > 0, t[b.size:], 0.0)
+    return total, np.ceil(g / b).astype(int)
+
+
+class _BucketExplorer(_Explorer):
+    def __init__(self, system, n_ranks, gradient_bytes, bucket_bytes):
+        from . import systems
+
+        style = {"description_width": "initial"}
+        s = systems.get(system)
+        controls = {
+            "system": W.Dropdown(options=systems.names(), value=system,
+                                 description="System", style=style),
+            "n_ranks": W.IntSlider(value=n_ranks, min=2, max=s.n_gpus,
+                                   description="GPUs (data parallel)", style=style),
+            "gradient_bytes": W.SelectionSlider(
+                options=[(units.fmt_bytes(v), v) for v in GRADIENT_SIZES],
+                value=gradient_bytes, description="Gradients", style=style),
+            "bucket_bytes": W.SelectionSlider(
+                options=[(BUCKET_LABELS.get(v, units.fmt_bytes(v)), v)
+                         for v in BUCKET_SIZES],
+                value=bucket_bytes, description="Bucket", style=style,
+                layout=W.Layout(width="480px")),
+        }
+        super().__init__(controls, _PNGView(figsize=(6.4, 3.4)))
+        self.view.fig.subplots_adjust(left=0.12, right=0.97, top=0.95, bottom=0.16)
+        self.result = None
+        self.update()
+
+    def _rows(self):
+        c = self.controls
+        return [(c["system"], c["n_ranks"]), (c["gradient_bytes"], c["bucket_bytes"])]
+
+    def _on_change(self, change=None):
+        if self._hold:
+            return
+        if change is not None and change.get("owner") is self.controls["system"]:
+            from . import systems
+
+            n_gpus = systems.get(self.controls["system"].value).n_gpus
+            slider = self.controls["n_ranks"]
+            self._hold = True
+            try:
+                if slider.max < n_gpus:
+                    slider.max = n_gpus
+                slider.value = min(slider.value, n_gpus)
+                slider.max = n_gpus
+            finally:
+                self._hold = False
+        self.update()
+
+    def _update(self):
+        import numpy as np
+
+        from . import collectives
+
+        c = self.controls
+        name, n = c["system"].value, c["n_ranks"].value
+        g, b = c["gradient_bytes"].value, c["bucket_bytes"].value
+        grid = np.asarray(BUCKET_GRID)
+        total, nb = bucket_allreduce_time(g, np.append(grid, float(b)), n, name)
+        one = collectives.predict("all_reduce", g, n, name)
+        t1, tb, k = float(one.time[0]), float(total[-1]), int(nb[-1])
+        factor = collectives.busbw_factor("all_reduce", n)
+        eff = g / tb * factor
+        self.result = {"total_time": tb, "n_buckets": k, "one_call_time": t1,
+                       "effective_busbw": eff, "one_call_busbw": float(one.busbw[0])}
+        self.view.render(lambda ax: plotting.plot_bucket_time(
+            grid, total[:-1], chosen=(float(b), tb), one_call_time=t1, ax=ax))
+        per = tb / k
+        self.summary.value = (
+            f"{units.fmt_bytes(g)} of gradients in <b>{k}</b> bucket(s) of "
+            f"{units.fmt_bytes(min(b, g))}: {k} all_reduce call(s) on {n} GPUs of "
+            f"<b>{name}</b>, about {units.fmt_time(per)} each, "
+            f"<b>{units.fmt_time(tb)}</b> in all (one after another; overlap with "
+            f"the backward pass not counted). Effective busbw "
+            f"<b>{eff / units.GB:.0f} GB/s</b> per direction, vs "
+            f"{float(one.busbw[0]) / units.GB:.0f} GB/s for one call of the whole "
+            f"gradient ({units.fmt_time(t1)}): the buckets cost "
+            f"{(tb / t1 - 1):.0%} more time.")
+
+
+def bucket_explorer(system="h200-x2-measured", n_ranks=2,
+                    gradient_bytes=2 * 2 ** 30, bucket_bytes=25 * 2 ** 20):
+    """Gradient all_reduce time against bucket size (DDP-style bucketing).
+
+    Controls: system (a :func:`gpulab.systems.names` preset), GPUs of the
+    data-parallel group (bounded by the system), gradient size (64 MiB to
+    64 GiB) and bucket size (256 KiB to 16 GiB, with PyTorch DDP's and
+    Megatron-Core's defaults). Uses :func:`bucket_allreduce_time` (one
+    :func:`gpulab.collectives.predict` all_reduce per bucket) and draws
+    :func:`gpulab.plotting.plot_bucket_time`.
+    """
+    from . import systems
+
+    if system not in systems.names():
+        raise ValueError(f"system must be one of {', '.join(systems.names())}; got "
+                         f"{system!r}")
+    s = systems.get(system)
+    if isinstance(n_ranks, bool) or not isinstance(n_ranks, int) \
+            or not 2 <= n_ranks <= s.n_gpus:
+        raise ValueError(f"n_ranks must be an integer in [2, {s.n_gpus}] for "
+                         f"{system}; got {n_ranks!r}")
+    if gradient_bytes not in GRADIENT_SIZES:
+        raise ValueError("gradient_bytes must be a power of two from 64 MiB to "
+                         f"64 GiB; got {gradient_bytes!r}")
+    if bucket_bytes not in BUCKET_SIZES:
+        raise ValueError("bucket_bytes must be one of BUCKET_SIZES (256 KiB to "
+                         f"16 GiB); got {bucket_bytes!r}")
+    return _BucketExplorer(system, n_ranks, gradient_bytes, bucket_bytes)
+
+
+
+# --- Chapter 7: parallel strategies (layout explorer) ---------------------------------
+# (section owned by the Chapter 7 author)
+__all__ += ["layout_explorer", "LAYOUT_BATCHES", "LAYOUT_LABELS"]
+
+#: Global batch sizes offered by the layout explorer. [sequences]
+LAYOUT_BATCHES = (8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+#: Bar labels of the layout explorer (and of the chapter's static figure).
+LAYOUT_LABELS = ("per GPU", "one step")
+
+
+class _TwoPanelView(_PNGView):
+    """Two stacked Axes (memory on top, step time below) redrawn by blitting.
+
+    Axes, ticks and legends are drawn once per pair of x limits (the plot
+    functions round the limits to a few values) and cached; each update restores
+    that background and draws only the bars, their texts and the memory lines.
+    """
+
+    _CACHE = 32
+
+    def __init__(self, figsize=(7.2, 4.4), dpi=100):
+        super().__init__(figsize=figsize, dpi=dpi)
+        import matplotlib as mpl
+
+        self.fig.delaxes(self.ax)
+        with mpl.rc_context(plotting._STYLE):       # the book's look
+            self.ax_memory, self.ax_step = self.fig.subplots(2, 1)
+        self.ax = self.ax_memory
+        self.fig.subplots_adjust(left=0.13, right=0.66, top=0.92, bottom=0.11,
+                                 hspace=0.75)
+        self._backgrounds = {}
+
+    def _dynamic(self):
+        arts, key = [], []
+        for ax in (self.ax_memory, self.ax_step):
+            st = getattr(ax, "_gpulab_state", None)
+            if st is None:
+                return None, None
+            for group in st["artists"]:
+                for a in group:
+                    arts.extend(a.patches if hasattr(a, "patches") else [a])
+            key.append((ax.get_xlim(), id(st["sentinel"]),
+                        tuple(t.get_text() for t in ax.get_yticklabels())))
+        return arts, tuple(key)
+
+    def render(self, draw):
+        import matplotlib as mpl
+        from PIL import Image
+
+        canvas = self.fig.canvas
+        with mpl.rc_context({**plotting._STYLE, "savefig.bbox": "standard"}):
+            draw(self.ax)
+            dynamic, key = self._dynamic()
+            if dynamic is None:                       # pragma: no cover
+                return super().render(lambda ax: None)
+            bg = self._backgrounds.pop(key, None)
+            if bg is None:
+                shown = [a.get_visible() for a in dynamic]
+                for a in dynamic:
+                    a.set_visible(False)
+                canvas.draw()
+                bg = canvas.copy_from_bbox(self.fig.bbox)
+                for a, v in zip(dynamic, shown):
+                    a.set_visible(v)
+                if len(self._backgrounds) >= self._CACHE:
+                    self._backgrounds.pop(next(iter(self._backgrounds)))
+            else:
+                canvas.restore_region(bg)
+            self._backgrounds[key] = bg
+            renderer = canvas.get_renderer()
+            for a in dynamic:
+                if a.get_visible():
+                    a.draw(renderer)
+            w, h = canvas.get_width_height()
+            buf = io.BytesIO()
+            Image.frombuffer("RGBA", (w, h), canvas.buffer_rgba(), "raw", "RGBA",
+                             0, 1).save(buf, format="png", compress_level=1)
+        self.image.value = buf.getvalue()
+
+
+class _LayoutExplorer(_Explorer):
+    def __init__(self, model, system, tp, pp, dp, zero, recompute,
+                 sequence_parallel, global_batch, micro_batch):
+        from . import parallelism, systems
+
+        style = {"description_width": "initial"}
+        short = W.Layout(width="250px")
+        controls = {
+            "model": W.Dropdown(options=parallelism.model_names(), value=model,
+                                description="Model", style=style, layout=short),
+            "system": W.Dropdown(options=systems.names(), value=system,
+                                 description="System", style=style, layout=short),
+            "tp": W.IntSlider(value=tp, min=1, max=16, description="TP",
+                              style=style),
+            "pp": W.IntSlider(value=pp, min=1, max=16, description="PP",
+                              style=style),
+            "dp": W.IntSlider(value=dp, min=1, max=64, description="DP",
+                              style=style),
+            "zero": W.ToggleButtons(options=list(parallelism.ZERO_STAGES),
+                                    value=zero, description="ZeRO stage",
+                                    style={**style, "button_width": "40px"}),
+            "recompute": W.ToggleButtons(options=list(parallelism.RECOMPUTE),
+                                         value=recompute, description="Recompute",
+                                         style={**style, "button_width": "80px"}),
+            "sequence_parallel": W.Checkbox(value=sequence_parallel,
+                                            description="Sequence parallel",
+                                            style=style),
+            "global_batch": W.Dropdown(options=list(LAYOUT_BATCHES),
+                                       value=global_batch,
+                                       description="Global batch [sequences]",
+                                       style=style, layout=short),
+            "micro_batch": W.Dropdown(options=[1, 2, 4, 8], value=micro_batch,
+                                      description="Micro-batch", style=style,
+                                      layout=W.Layout(width="180px")),
+        }
+        self._cache = {}
+        self.step = None
+        self._fit_note = ""
+        super().__init__(controls, _TwoPanelView())
+        self.update()
+
+    def _rows(self):
+        c = self.controls
+        return [(c["model"], c["system"]), (c["tp"], c["pp"], c["dp"]),
+                (c["zero"], c["sequence_parallel"]), (c["recompute"],),
+                (c["global_batch"], c["micro_batch"])]
+
+    def _step(self, key):
+        """StepTime of ``key`` (cached: the same settings are not recomputed)."""
+        from . import parallelism
+
+        if key not in self._cache:
+            model, system, tp, pp, dp, zero, rc, sp, gb, mb = key
+            try:
+                st = parallelism.step_time(
+                    model, system, parallelism.Layout(tp, pp, dp), global_batch=gb,
+                    micro_batch=mb, zero=zero, sequence_parallel=sp, recompute=rc)
+            except ValueError as exc:
+                st = exc
+            if len(self._cache) > 256:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = st
+        st = self._cache[key]
+        if isinstance(st, ValueError):
+            raise st
+        return st
+
+    def update(self):
+        self._fit_note = ""
+        super().update()
+        if self._fit_note and not self.message.value:
+            self.show_message(self._fit_note)
+
+    def _update(self):
+        from . import parallelism, systems
+
+        c = self.controls
+        key = (c["model"].value, c["system"].value, int(c["tp"].value),
+               int(c["pp"].value), int(c["dp"].value), int(c["zero"].value),
+               c["recompute"].value, bool(c["sequence_parallel"].value),
+               int(c["global_batch"].value), int(c["micro_batch"].value))
+        try:
+            st = self._step(key)
+        except ValueError:
+            self.summary.value = ""
+            raise
+        self.step = st
+        sysobj = systems.get(key[1])
+        cap = sysobj.gpu_spec.memory_bytes
+        usable = cap * (1.0 - parallelism.assumption("memory_reserve_fraction"))
+        view = self.view
+
+        def draw(_ax):
+            plotting.plot_memory_breakdown([(LAYOUT_LABELS[0], st)], capacity=cap,
+                                           usable=usable, ax=view.ax_memory)
+            plotting.plot_step_breakdown([(LAYOUT_LABELS[1], st)],
+                                         ax=view.ax_step)
+
+        view.render(draw)
+        lay, mem = st.layout, st.memory
+        gb, seq = key[8], parallelism.model(key[0]).seq_len
+        overhead = 1.0 - st.compute / st.total
+        lines = [
+            f"<b>{lay}</b> ({lay.n_gpus} of {sysobj.n_gpus} GPUs of "
+            f"{html.escape(key[1])}, {html.escape(sysobj.gpu)}): "
+            f"<b>{st.total:.2f} s per step</b> of {gb} sequences × {seq} tokens = "
+            f"{gb / st.total:.2f} samples/s, {st.tokens_per_s:,.0f} tokens/s, "
+            f"end-to-end MFU {st.mfu:.0%}.",
+            f"Communication and bubble: {overhead:.0%} of the step "
+            f"({st.micro_batches} micro-batches per step).",
+            f"Memory per GPU: <b>{mem.total / units.GB:.1f} GB</b> of "
+            f"{usable / units.GB:.1f} GB usable ({cap / units.GB:.0f} GB less the "
+            "reserve).",
+        ]
+        # step_time notes the memory shortfall as "needs ... GB per GPU; ..."
+        short = [n for n in st.notes if n.startswith("needs ")]
+        notes = [n for n in st.notes if n not in short]
+        if notes:
+            lines.append("Notes: " + "; ".join(html.escape(n) for n in notes) + ".")
+        self.summary.value = "<br>".join(lines)
+        if not st.fits:
+            self._fit_note = f"{lay} does not fit: " + "; ".join(short)
+
+
+def layout_explorer(model="13b", system="dgx-h100", tp=2, pp=2, dp=2, *, zero=1,
+                    recompute="none", sequence_parallel=False, global_batch=64,
+                    micro_batch=1):
+    """Memory and step time of one TP x PP x DP layout of a model on a system.
+
+    Controls: model preset, system preset, TP, PP and DP degrees, ZeRO stage,
+    activation recomputation, sequence parallelism, global batch and micro-batch
+    (sequences). Calls :func:`gpulab.parallelism.step_time` (results cached per
+    setting) and draws :func:`gpulab.plotting.plot_memory_breakdown` (against the
+    GPU's memory and the usable share) above
+    :func:`gpulab.plotting.plot_step_breakdown`. A layout that breaks a
+    divisibility rule shows the reasons; one that does not fit is drawn, with the
+    memory it lacks in the message.
+    """
+    from . import parallelism, systems
+
+    if model not in parallelism.model_names():
+        raise ValueError(f"model must be one of {', '.join(parallelism.model_names())}"
+                         f"; got {model!r}")
+    if system not in systems.names():
+        raise ValueError(f"system must be one of {', '.join(systems.names())}; got "
+                         f"{system!r}")
+    for name, value, high in (("tp", tp, 16), ("pp", pp, 16), ("dp", dp, 64)):
+        if isinstance(value, bool) or not isinstance(value, int) \
+                or not 1 <= value <= high:
+            raise ValueError(f"{name} must be an integer in [1, {high}]; got "
+                             f"{value!r}")
+    for name, value, choices in (
+            ("zero", zero, parallelism.ZERO_STAGES),
+            ("recompute", recompute, parallelism.RECOMPUTE),
+            ("global_batch", global_batch, LAYOUT_BATCHES),
+            ("micro_batch", micro_batch, (1, 2, 4, 8))):
+        if isinstance(value, bool) or value not in choices:
+            raise ValueError(f"{name} must be one of "
+                             f"{', '.join(map(str, choices))}; got {value!r}")
+    if not isinstance(sequence_parallel, bool):
+        raise ValueError(f"sequence_parallel must be True or False; got "
+                         f"{sequence_parallel!r}")
+    return _LayoutExplorer(model, system, tp, pp, dp, zero, recompute,
+                           sequence_parallel, global_batch, micro_batch)
+
+
+# --- Chapter 8: tensor parallelism (tp explorer) --------------------------------------
+__all__ += ["tp_explorer", "TP_DEGREES", "TP_SEQ_LENS", "tp_degree_rows"]
+
+#: TP degrees the TP explorer tries (those dividing the heads and fitting the system).
+TP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
+#: Sequence lengths of the TP explorer. [tokens]
+TP_SEQ_LENS = (1024, 2048, 4096, 8192, 16384, 32768)
+
+
+def tp_degree_rows(model, system, *, seq_len, micro_batch=1, sequence_parallel=False,
+                   tp_overlap=0.0):
+    """Per-layer compute and TP communication of every usable TP degree.
+
+    Each degree ``t`` is run as the layout ``(t, 1, n_gpus // t)`` with the
+    distributed optimizer (ZeRO-1) and one micro-batch per GPU per step through
+    :func:`gpulab.parallelism.step_time`; the per-layer figures are the step's
+    compute, TP communication and exposed TP communication divided by the layers
+    (so the compute includes a share of the output layer).
+
+    Parameters
+    ----------
+    model : str
+        A :func:`gpulab.parallelism.model_names` preset.
+    system : str
+        A :func:`gpulab.systems.names` preset.
+    seq_len, micro_batch : int
+    sequence_parallel : bool
+    tp_overlap : float
+        Share of the TP communication hidden behind GEMMs, [0, 1].
+
+    Returns
+    -------
+    rows : list of (label, compute, comm, exposed, note)
+        For :func:`gpulab.plotting.plot_tp_degree`. [s]
+    steps : dict
+        ``{tp: StepTime}``.
+    skipped : dict
+        ``{tp: reason}`` for the degrees the layout rules refuse.
+    """
+    from . import parallelism, systems
+
+    spec, s = parallelism.model(model), systems.get(system)
+    rows, steps, skipped = [], {}, {}
+    for t in TP_DEGREES:
+        if t > s.n_gpus:
+            break
+        dp = s.n_gpus // t
+        try:
+            st = parallelism.step_time(
+                spec, s, (t, 1, dp), global_batch=dp * micro_batch,
+                micro_batch=micro_batch, seq_len=seq_len, zero=1,
+                sequence_parallel=sequence_parallel, tp_overlap=tp_overlap)
+        except ValueError as exc:
+            skipped[t] = str(exc).split(": ", 1)[-1]
+            continue
+        n = spec.layers
+        rows.append((f"TP{t} × DP{dp}", st.compute / n, st.comm.tp / n,
+                     st.tp_comm / n, "" if st.fits else "does not fit"))
+        steps[t] = st
+    return rows, steps, skipped
+
+
+class _TPExplorer(_Explorer):
+    def __init__(self, model, system, tp, seq_len, micro_batch, sequence_parallel,
+                 tp_overlap):
+        from . import parallelism, systems
+
+        style = {"description_width": "initial"}
+        controls = {
+            "model": W.Dropdown(options=parallelism.model_names(), value=model,
+                                description="Model", style=style),
+            "system": W.Dropdown(options=systems.names(), value=system,
+                                 description="System", style=style),
+            "tp": W.Dropdown(options=list(TP_DEGREES), value=tp,
+                             description="TP degree", style=style),
+            "seq_len": W.SelectionSlider(options=list(TP_SEQ_LENS), value=seq_len,
+                                         description="Sequence length",
+                                         style=style),
+            "micro_batch": W.IntSlider(value=micro_batch, min=1, max=8,
+                                       description="Micro-batch", style=style),
+            "sequence_parallel": W.Checkbox(value=sequence_parallel,
+                                            description="--sequence-parallel",
+                                            indent=False),
+            "tp_overlap": W.FloatSlider(value=tp_overlap, min=0.0, max=1.0, step=0.1,
+                                        description="--tp-comm-overlap hides",
+                                        readout_format=".0%", style=style),
+        }
+        super().__init__(controls, _PNGView(figsize=(7.0, 3.4)))
+        self.view.fig.subplots_adjust(left=0.16, right=0.98, top=0.97, bottom=0.15)
+        self.rows = []
+        self.highlighted = None
+        self.update()
+
+    def _rows(self):
+        c = self.controls
+        return [(c["model"], c["system"], c["tp"]),
+                (c["seq_len"], c["micro_batch"]),
+                (c["sequence_parallel"], c["tp_overlap"])]
+
+    def _update(self):
+        from . import systems
+
+        c = self.controls
+        model, system, tp = c["model"].value, c["system"].value, c["tp"].value
+        sp, o = bool(c["sequence_parallel"].value), float(c["tp_overlap"].value)
+        if o > 0 and not sp:
+            raise ValueError("--tp-comm-overlap needs --sequence-parallel (Megatron "
+                             "refuses it otherwise): tick sequence parallelism or "
+                             "set the hidden share to 0")
+        s = systems.get(system)
+        if tp > s.n_gpus:
+            raise ValueError(f"tp: {system} has {s.n_gpus} GPUs; got TP{tp}")
+        rows, steps, skipped = tp_degree_rows(
+            model, system, seq_len=int(c["seq_len"].value),
+            micro_batch=int(c["micro_batch"].value), sequence_parallel=sp,
+            tp_overlap=o)
+        if tp in skipped:
+            raise ValueError(f"TP{tp} for {model}: {skipped[tp]}")
+        if tp not in steps:
+            raise ValueError(f"tp: no usable TP degree up to TP{tp} for {model} on "
+                             f"{system}")
+        high = list(steps).index(tp)
+        self.rows, self.highlighted = rows, high
+        self.view.render(lambda ax: plotting.plot_tp_degree(rows, highlight=high,
+                                                            ax=ax))
+        st = steps[tp]
+        label, comp, comm, expo, _ = rows[high]
+        fits = [t for t, x in steps.items() if x.fits]
+        best = max(fits, key=lambda t: steps[t].tokens_per_s) if fits else None
+        mem_gb = st.memory.total / units.GB
+        cap = s.gpu_spec.memory_bytes / units.GB
+        lines = [
+            f"<b>{model}</b> on <b>{system}</b>, {label}: per layer and micro-batch "
+            f"{units.fmt_time(comp)} of compute and {units.fmt_time(comm)} of TP "
+            f"communication, {units.fmt_time(expo)} of it exposed "
+            f"(<b>{expo / (comp + expo):.0%}</b> of the layer's time).",
+            f"Memory per GPU {mem_gb:.0f} GB of {cap:.0f} GB: "
+            + ("fits." if st.fits else "<b>does not fit</b>.")
+            + f" Throughput {st.tokens_per_s / 1e3:.1f} k tokens/s on "
+            f"{st.layout.n_gpus} GPUs.",
+        ]
+        if best is not None:
+            lines.append(f"Fastest layout that fits: TP{best} "
+                         f"({steps[best].tokens_per_s / 1e3:.1f} k tokens/s).")
+        else:
+            lines.append("No TP × DP layout fits here: add pipeline stages, ZeRO-3 "
+                         "or more GPUs.")
+        lines.extend(f"Note: {n}" for n in st.notes if "does not fit" not in n
+                     and "memory" not in n)
+        if skipped:
+            lines.append("Not possible: " + "; ".join(
+                f"TP{t} ({why})" for t, why in skipped.items()))
+        self.summary.value = "<br>".join(lines)
+
+
+def tp_explorer(model="13b", system="hgx-h200", tp=4, seq_len=4096, micro_batch=1,
+                sequence_parallel=False, tp_overlap=0.0):
+    """Choose a tensor-parallel degree: per-layer compute against TP communication.
+
+    Controls: model preset, system preset, the TP degree to detail, sequence
+    length, micro-batch, ``--sequence-parallel`` and the share of the TP
+    communication that ``--tp-comm-overlap`` hides. Every usable TP degree of the
+    system is drawn by :func:`gpulab.plotting.plot_tp_degree` from
+    :func:`tp_degree_rows` (``gpulab.parallelism.step_time`` per degree); the
+    summary gives memory per GPU, throughput and the fastest layout that fits.
+    """
+    from . import parallelism, systems
+
+    if model not in parallelism.model_names():
+        raise ValueError(f"model must be one of {', '.join(parallelism.model_names())}"
+                         f"; got {model!r}")
+    if system not in systems.names():
+        raise ValueError(f"system must be one of {', '.join(systems.names())}; got "
+                         f"{system!r}")
+    if isinstance(tp, bool) or tp not in TP_DEGREES:
+        raise ValueError(f"tp must be one of {TP_DEGREES}; got {tp!r}")
+    if isinstance(seq_len, bool) or seq_len not in TP_SEQ_LENS:
+        raise ValueError(f"seq_len must be one of {TP_SEQ_LENS}; got {seq_len!r}")
+    if isinstance(micro_batch, bool) or not isinstance(micro_batch, int) \
+            or not 1 <= micro_batch <= 8:
+        raise ValueError(f"micro_batch must be an integer in [1, 8]; got "
+                         f"{micro_batch!r}")
+    if not isinstance(sequence_parallel, bool):
+        raise ValueError("sequence_parallel must be True or False; got "
+                         f"{sequence_parallel!r}")
+    if isinstance(tp_overlap, bool) or not isinstance(tp_overlap, (int, float)) \
+            or not 0 <= tp_overlap <= 1:
+        raise ValueError(f"tp_overlap must be a number in [0, 1]; got {tp_overlap!r}")
+    return _TPExplorer(model, system, tp, seq_len, micro_batch, sequence_parallel,
+                       float(tp_overlap))
+
+
+
+# --- Chapter 9: is NVLink worth it (roi explorer) -------------------------------------
+# (section owned by the Chapter 9 author)
+__all__ += ["roi_explorer", "roi_cluster", "ROI_FAST_SYSTEMS", "ROI_SLOW_SYSTEMS",
+            "ROI_NODES", "ROI_GLOBAL_BATCH", "ROI_SEARCH", "ROI_EXAMPLE_PRICES",
+            "ROI_NETWORK_FROM"]
+
+#: Systems the ROI explorer offers as the fast (NVLink) and the slow (PCIe) side.
+ROI_FAST_SYSTEMS = ("dgx-h100", "hgx-h200")
+ROI_SLOW_SYSTEMS = ("h100-pcie",)
+#: Node counts offered (8 GPUs per node).
+ROI_NODES = (1, 2, 4, 8)
+#: Sequences per optimizer step in every ROI comparison (the same on both sides).
+ROI_GLOBAL_BATCH = 512
+#: Options the chooser tries on both sides (rank_layouts keywords; ZeRO-1 default).
+ROI_SEARCH = {"recompute": ("none", "selective"), "sequence_parallel": (False, True)}
+#: ILLUSTRATIVE example prices per GPU-hour [USD], NOT quotes or hardware data:
+#: change them to your own offers. The chapter passes its own example inputs.
+ROI_EXAMPLE_PRICES = {"fast": 3.00, "slow": 2.25}
+#: A preset without a network (the PCIe box) borrows this preset's scale-out
+#: network when spread over several nodes (an assumption: one 400 Gb/s NIC per GPU).
+ROI_NETWORK_FROM = "dgx-h100"
+
+
+#: Chooser results shared by every ROI explorer: {(model, system, nodes): StepTime
+#: or the ValueError saying why nothing fits}. Deterministic, so safe to share.
+_ROI_CACHE = {}
+
+
+def roi_cluster(system, nodes):
+    """``parallelism.cluster(system, nodes)``; a preset without a network section
+    first borrows the network of :data:`ROI_NETWORK_FROM` (an assumption of the
+    Chapter 9 comparison, so that PCIe servers can form a cluster)."""
+    import dataclasses
+
+    from . import parallelism, systems
+
+    s = systems.get(system)
+    if s.network is None and nodes > 1:
+        s = dataclasses.replace(s, network=systems.get(ROI_NETWORK_FROM).network)
+    return parallelism.cluster(s, nodes)
+
+
+class _ROIExplorer(_Explorer):
+    def __init__(self, model, nodes, fast, slow, price_fast, price_slow,
+                 project_tokens):
+        from . import parallelism
+
+        style = {"description_width": "initial"}
+        w = W.Layout(width="240px")
+        controls = {
+            "model": W.Dropdown(options=parallelism.model_names(), value=model,
+                                description="Model", style=style, layout=w),
+            "nodes": W.Dropdown(options=[(f"{n} (= {8 * n} GPUs)", n)
+                                         for n in ROI_NODES],
+                                value=nodes, description="Nodes", style=style,
+                                layout=w),
+            "fast": W.Dropdown(options=ROI_FAST_SYSTEMS, value=fast,
+                               description="NVLink system", style=style, layout=w),
+            "slow": W.Dropdown(options=ROI_SLOW_SYSTEMS, value=slow,
+                               description="PCIe system", style=style, layout=w),
+            "price_fast": W.BoundedFloatText(value=price_fast, min=0.0, max=1000.0,
+                                             step=0.05, style=style, layout=w,
+                                             description="NVLink USD/GPU-h"),
+            "price_slow": W.BoundedFloatText(value=price_slow, min=0.0, max=1000.0,
+                                             step=0.05, style=style, layout=w,
+                                             description="PCIe USD/GPU-h"),
+            "project_tokens": W.FloatLogSlider(
+                value=project_tokens / 1e9, base=10, min=0, max=4, step=0.05,
+                description="Project [billion tokens]", style=style,
+                readout_format=".3g", layout=W.Layout(width="480px")),
+        }
+        self._best = _ROI_CACHE
+        self.roi = None
+        self.steps = None
+        for m in parallelism.model_names():     # every ranking once, up front:
+            for n in ROI_NODES:                 # an update is then ROI arithmetic
+                for sy in ROI_FAST_SYSTEMS + ROI_SLOW_SYSTEMS:  # and a redraw
+                    self._best.setdefault((m, sy, n), None) or \
+                        self._rank(m, sy, n)
+        super().__init__(controls, _PNGView(figsize=(6.4, 2.2)))
+        self.view.fig.subplots_adjust(left=0.14, right=0.97, top=0.95, bottom=0.26)
+        self.update()
+
+    def _rows(self):
+        c = self.controls
+        return [(c["model"], c["nodes"]), (c["fast"], c["slow"]),
+                (c["price_fast"], c["price_slow"]), (c["project_tokens"],)]
+
+    def _rank(self, model, system, nodes):
+        """Run the chooser once and cache its best StepTime (or why none fits)."""
+        from . import parallelism
+
+        r = parallelism.rank_layouts(model, roi_cluster(system, nodes),
+                                     global_batch=ROI_GLOBAL_BATCH, **ROI_SEARCH)
+        if r.best is None:
+            least = min((x for x in r.invalid if x.step is not None),
+                        key=lambda x: x.step.memory.total, default=None)
+            why = least.reasons[0] if least is not None else \
+                (r.invalid[0].reasons[0] if r.invalid else "no layout")
+            got = ValueError(f"{model} does not fit on {nodes} node(s) of {system}: "
+                             f"{why}; add nodes")
+        else:
+            got = r.best.step
+        self._best[(model, system, nodes)] = got
+        return got
+
+    def _choose(self, model, system, nodes):
+        """The chooser's best layout: a StepTime (raises ValueError if none fits)."""
+        got = self._best.get((model, system, nodes))
+        if got is None:
+            got = self._rank(model, system, nodes)
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    def _update(self):
+        from . import parallelism
+
+        c = self.controls
+        model, nodes = c["model"].value, c["nodes"].value
+        fast, slow = c["fast"].value, c["slow"].value
+        tokens = c["project_tokens"].value * 1e9
+        pf, ps = c["price_fast"].value, c["price_slow"].value
+        try:
+            sf = self._choose(model, fast, nodes)
+            ss = self._choose(model, slow, nodes)
+        except ValueError:
+            self.summary.value = ""
+            raise
+        n_gpus = 8 * nodes
+        spec = parallelism.model(model)
+        roi = parallelism.nvlink_roi(
+            sf.total, ss.total, tokens_per_step=ROI_GLOBAL_BATCH * spec.seq_len,
+            price_fast=pf, price_slow=ps, n_gpus=n_gpus, project_tokens=tokens)
+        self.roi, self.steps = roi, (sf, ss)
+        self.view.render(lambda ax: plotting.plot_roi(
+            roi, labels=(fast, slow), currency="USD", ax=ax))
+        ratio = pf / ps if ps > 0 else float("inf")
+        cheaper = fast if roi.cost_fast < roi.cost_slow else slow
+        day = 86400.0
+        self.summary.value = "<br>".join([
+            f"Chooser on {n_gpus} GPUs, global batch {ROI_GLOBAL_BATCH} × "
+            f"{spec.seq_len} tokens: <b>{fast}</b> {sf.layout} "
+            f"{sf.total:.3g} s/step; <b>{slow}</b> {ss.layout} {ss.total:.3g} "
+            "s/step.",
+            f"{fast} is <b>{roi.speedup:.1%} faster</b> (speedup); {slow} is "
+            f"{roi.slowdown:.1%} slower (slowdown). The project takes "
+            f"{roi.project_s_fast / day:.3g} vs {roi.project_s_slow / day:.3g} days "
+            f"({roi.time_saved_s / day:.3g} days earlier on {fast}).",
+            f"Cost per million tokens: {roi.cost_per_mtoken_fast:.3g} vs "
+            f"{roi.cost_per_mtoken_slow:.3g} USD. Break-even price ratio "
+            f"<b>{roi.breakeven_price_ratio:.3f}</b>; yours is {ratio:.3f}, so "
+            f"<b>{cheaper}</b> is cheaper for this project.",
+            "Prices are illustrative inputs, not quotes."])
+
+
+def roi_explorer(model="70b", nodes=8, fast="dgx-h100", slow="h100-pcie", *,
+                 price_fast=None, price_slow=None, project_tokens=200e9):
+    """Is NVLink worth it for one training project? Cost and days on both systems.
+
+    Controls: model preset, nodes (8 GPUs each), the NVLink and the PCIe system,
+    price per GPU-hour of each (USD; illustrative defaults
+    :data:`ROI_EXAMPLE_PRICES`) and project size in tokens. For each system the
+    chooser (:func:`gpulab.parallelism.rank_layouts`, options
+    :data:`ROI_SEARCH`, global batch :data:`ROI_GLOBAL_BATCH`) picks the fastest
+    layout on :func:`roi_cluster`; :func:`gpulab.parallelism.nvlink_roi` turns the
+    two step times into days, cost and the break-even price ratio, drawn by
+    :func:`gpulab.plotting.plot_roi`. Rankings are cached per explorer, so price
+    and token changes only redo the ROI arithmetic.
+    """
+    from . import parallelism
+
+    if model not in parallelism.model_names():
+        raise ValueError(f"model must be one of {', '.join(parallelism.model_names())}"
+                         f"; got {model!r}")
+    if nodes not in ROI_NODES or isinstance(nodes, bool):
+        raise ValueError(f"nodes must be one of {ROI_NODES}; got {nodes!r}")
+    if fast not in ROI_FAST_SYSTEMS:
+        raise ValueError(f"fast must be one of {', '.join(ROI_FAST_SYSTEMS)}; got "
+                         f"{fast!r}")
+    if slow not in ROI_SLOW_SYSTEMS:
+        raise ValueError(f"slow must be one of {', '.join(ROI_SLOW_SYSTEMS)}; got "
+                         f"{slow!r}")
+    prices = []
+    for name, v, key in (("price_fast", price_fast, "fast"),
+                         ("price_slow", price_slow, "slow")):
+        v = ROI_EXAMPLE_PRICES[key] if v is None else v
+        if isinstance(v, bool) or not isinstance(v, (int, float)) \
+                or not 0 <= v <= 1000:
+            raise ValueError(f"{name} must be a number in [0, 1000] USD per "
+                             f"GPU-hour; got {v!r}")
+        prices.append(float(v))
+    if isinstance(project_tokens, bool) or not isinstance(project_tokens,
+                                                          (int, float)) \
+            or not 1e9 <= project_tokens <= 1e13:
+        raise ValueError("project_tokens must be a number in [1e9, 1e13] tokens; "
+                         f"got {project_tokens!r}")
+    return _ROIExplorer(model, nodes, fast, slow, prices[0], prices[1],
+                        float(project_tokens))

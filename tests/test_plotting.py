@@ -93,6 +93,50 @@ CALLS.update({
         "line_rates": [("NVLink", Bandwidth(450e9, PD), "nvlink")], "highlight": 0},
 })
 DIAGRAMS |= {"plot_fabric", "plot_peer_links"}      # Chapter 5
+# Chapter 8: tensor parallelism
+CALLS.update({
+    "plot_megatron_layer": lambda: {},
+    "plot_tp_degree": lambda: {
+        "rows": [("TP1", 4e-3, 0.0, 0.0, "does not fit"),
+                 ("TP2", 2e-3, 1e-3, 5e-4, "")], "highlight": 1},
+    "plot_tp_measured": lambda: {"rows": [("70b", 16e-3, 1e-3, 27e-3, 1e-3)]},
+})
+DIAGRAMS |= {"plot_megatron_layer"}      # Chapter 8
+CALLS.update({                                      # Chapter 9
+    "plot_step_comparison": lambda: {"rows": [(
+        "TP2", __import__("gpulab").parallelism.step_time(
+            "13b", "hgx-h200", (2, 1, 4), global_batch=64))]},
+    "plot_speedup_slowdown": lambda: {"points": [("article", 1 / 3.2, 1 / 2.1)]},
+    "plot_roi": lambda: {"roi": __import__("gpulab").parallelism.nvlink_roi(
+        1.0, 1.3, tokens_per_step=1e6, price_fast=3.0, price_slow=2.0,
+        n_gpus=8, project_tokens=1e11)},
+})
+# Chapter 7: parallel strategies
+CALLS.update({
+    "plot_memory_breakdown": lambda: {
+        "results": [__import__("gpulab").parallelism.step_time(
+            "13b", "dgx-h100", (2, 2, 2), global_batch=64, zero=1)],
+        "capacity": 80e9, "usable": 72e9},
+    "plot_step_breakdown": lambda: {
+        "step_times": __import__("gpulab").parallelism.step_time(
+            "13b", "h100-pcie", (8, 1, 1), global_batch=64)},
+})
+# Chapter 6: reading nccl-tests
+CALLS.update({
+    "plot_time_curves": lambda: {
+        "curves": [("measured", [8, 1024, 2 ** 20], [18e-6, 18e-6, 20e-6],
+                    "nvlink", "measured"),
+                   ("model", [8, 1024, 2 ** 20], [17e-6, 17e-6, 21e-6],
+                    "model", "model")],
+        "marks": [("n_1/2", 2 ** 22)]},
+    "plot_article_audit": lambda: {
+        "sizes": [8, 2 ** 20, 2 ** 30], "claimed_busbw": [4e7, 2.53e11, 8.71e11],
+        "curves": [("model", [8, 2 ** 20, 2 ** 30], [1e6, 1e11, 4.5e11], "model")],
+        "line_rate": Bandwidth(450e9, PD)},
+    "plot_bucket_time": lambda: {
+        "bucket_bytes": [2 ** 20, 2 ** 24, 2 ** 28], "total_time": [0.1, 0.01, 0.006],
+        "chosen": (2 ** 24, 0.01), "one_call_time": 0.006},
+})
 
 
 @pytest.fixture(autouse=True)

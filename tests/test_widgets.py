@@ -42,9 +42,9 @@ def _msg(w):
 # --- factories ------------------------------------------------------------------------
 def test_explorers_are_factories_returning_widgets():
     ex = widgets.explorers()
-    # chapters 3-5's explorers are tested in test_widgets_{pcie,collectives,fabric}.py
+    # chapters 3-9's explorers are tested in test_widgets_<name>.py
     assert set(ex) == {"scaling", "link", "pcie", "pipeline", "topology", "collective",
-                       "fabric"}
+                       "fabric", "bucket", "layout", "tp", "roi"}
     assert list(ex) == list(widgets._EXPLORER_NAMES)       # book order
     for name, factory in ex.items():
         w = factory()
