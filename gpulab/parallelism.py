@@ -353,7 +353,7 @@ def _system(system):
             from None
 
 
-def cluster(system, nodes):
+def cluster(system, nodes, network_from=None):
     """A system preset scaled out to ``nodes`` identical nodes.
 
     Parameters
@@ -364,6 +364,10 @@ def cluster(system, nodes):
         spans ``nodes`` nodes.
     nodes : int
         Number of nodes (>= 1).
+    network_from : systems.System or str, optional
+        For a system without a ``network`` section (e.g. ``h100-pcie``), the preset
+        whose scale-out network the nodes are assumed to share (an assumption of
+        the caller, stated where it is used). Ignored if the system has a network.
 
     Returns
     -------
@@ -375,9 +379,21 @@ def cluster(system, nodes):
     >>> big = cluster("hgx-h200", 8)
     >>> big.n_gpus, big.nodes, big.nvlink_domain, big.name
     (64, 8, 8, 'hgx-h200 x8 nodes')
+    >>> cluster("h100-pcie", 2, network_from="dgx-h100").network.nics_per_node
+    8
     """
     s = _system(system)
     n = check_int("nodes", nodes, low=1, high=100_000)
+    if network_from is not None:
+        try:
+            donor = systems.resolve(network_from)
+        except ValueError as exc:
+            raise ValueError(f"network_from: {exc}") from None
+        if donor.network is None:
+            raise ValueError(f"network_from must name a system with a network section; "
+                             f"{donor.name!r} has none")
+        if s.network is None:
+            s = dataclasses.replace(s, network=donor.network)
     n_gpus = n * s.gpus_per_node
     if n_gpus > max(s.nvlink_domain, s.gpus_per_node) and s.network is None:
         raise ValueError(f"nodes must be 1 for system {s.name!r}: it has no network "

@@ -2416,9 +2416,9 @@ def plot_tp_measured(rows, *, ax=None):
     y_mod = y_meas - 0.9
     kw = {"height": 0.8}
     ax.barh(y_meas, data[:, 0] * ms, color=COLORS["compute"],
-            label="compute, measured (1x H200)", **kw)
+            label="compute, measured", **kw)
     ax.barh(y_meas, data[:, 1] * ms, left=data[:, 0] * ms, color=COLORS["comm"],
-            label="4 AllReduces, measured (2x H200)", **kw)
+            label="4 AllReduces, measured", **kw)
     ax.barh(y_mod, data[:, 2] * ms, facecolor="white", edgecolor=COLORS["compute"],
             hatch="///", label="compute, model", **kw)
     ax.barh(y_mod, data[:, 3] * ms, left=data[:, 2] * ms, facecolor="white",

@@ -1907,14 +1907,10 @@ def roi_cluster(system, nodes):
     """``parallelism.cluster(system, nodes)``; a preset without a network section
     first borrows the network of :data:`ROI_NETWORK_FROM` (an assumption of the
     Chapter 9 comparison, so that PCIe servers can form a cluster)."""
-    import dataclasses
+    from . import parallelism
 
-    from . import parallelism, systems
-
-    s = systems.get(system)
-    if s.network is None and nodes > 1:
-        s = dataclasses.replace(s, network=systems.get(ROI_NETWORK_FROM).network)
-    return parallelism.cluster(s, nodes)
+    return parallelism.cluster(system, nodes,
+                               network_from=ROI_NETWORK_FROM if nodes > 1 else None)
 
 
 class _ROIExplorer(_Explorer):

@@ -389,3 +389,14 @@ def test_layout_dataclass():
     with pytest.raises(ValueError, match="tp"):
         par.Layout(0, 1, 1)
     assert dataclasses.replace(lay, dp=2).n_gpus == 16
+
+
+def test_cluster_can_borrow_a_network_for_pcie_servers():
+    with pytest.raises(ValueError, match="nodes"):
+        par.cluster("h100-pcie", 2)
+    big = par.cluster("h100-pcie", 2, network_from="dgx-h100")
+    assert big.n_gpus == 16 and big.nvlink.fabric == "none"
+    assert big.network == par.cluster("dgx-h100", 2).network
+    # a system with its own network keeps it
+    assert par.cluster("hgx-h200-2node", 4, network_from="dgx-h100").network == \
+        par.cluster("hgx-h200-2node", 4).network
