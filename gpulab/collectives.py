@@ -482,6 +482,8 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
                            np.full(s.shape, "none"), scalar)
     nodes = _domains_used(system, n)
     bw_intra = fabric_bandwidth(system, transport).bytes_per_s
+    if transport == "p2p" and nodes == 1 and system.nvlink.peer_links is not None:
+        bw_intra = min(bw_intra, _subset_bandwidth(system, n))
     protos = PROTOCOLS if protocol == "auto" else (protocol,)
     if collective in ("alltoall", "sendrecv"):
         protos = ("Simple",) if protocol == "auto" else protos   # p2p ops: Simple
@@ -490,6 +492,8 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
         for proto in (("Simple",) if algo == "nvls" else protos):
             if algo == "hierarchical":
                 t = _hierarchical(s, n, nodes, system, transport, proto, bw_intra)
+            elif collective == "alltoall" and _uneven_mesh(system, n, transport, nodes):
+                t = _mesh_alltoall(s, n, system)
             elif nodes > 1:
                 # one ring through every GPU: the network is the slowest link
                 bw = min(bw_intra, fabric_bandwidth(system, transport,
@@ -529,6 +533,55 @@ def _hierarchical(s, n, nodes, system, transport, proto, bw_intra):
     lat_net, bw_net = parts("all_reduce", s / g, nodes, bw_nic)
     lat_ag, bw_ag = parts("all_gather", s, g, bw_intra)
     return lat_rs + lat_net + lat_ag + np.maximum(bw_rs + bw_ag, bw_net)
+
+
+def _subset_bandwidth(system, n):
+    """NVLink rate each of the first ``n`` GPUs of a mesh has towards the others
+    (the links inside the subset; the least-connected GPU sets it): two GPUs of a
+    hybrid cube mesh share one or two links, not all six. [B/s, per direction]"""
+    peers = systems.nvlink_peers(system)
+    link = links.nvlink_link_bandwidth(system.nvlink.generation).bytes_per_s
+    k = min(sum(peers[g].get(p, 0) for p in range(n) if p != g) for g in range(n))
+    if k == 0:                                  # no NVLink inside the subset
+        return fabric_bandwidth(system, "shm").bytes_per_s
+    return k * link
+
+
+def _uneven_mesh(system, n, transport, nodes):
+    """True if some of the first ``n`` GPUs of a mesh lack NVLink between them, or
+    have unequal links (hybrid cube mesh): alltoall then runs pair by pair."""
+    if transport != "p2p" or nodes != 1 \
+            or system.nvlink.fabric not in ("mesh", "hybrid_cube_mesh") \
+            or system.nvlink.peer_links is None:
+        return False
+    peers = systems.nvlink_peers(system)
+    counts = {peers[g].get(p, 0) for g in range(n) for p in range(n) if p != g}
+    return len(counts) > 1
+
+
+def _mesh_alltoall(s, n, system):
+    """alltoall on a mesh with uneven peer links: every rank sends S/n to each
+    peer at once, over that pair's NVLink links, or (no NVLink) through host
+    memory over its PCIe link, which all such peers share. The slowest rank and
+    path set the time (NVLink and PCIe run in parallel)."""
+    peers = systems.nvlink_peers(system)
+    link = links.nvlink_link_bandwidth(system.nvlink.generation).bytes_per_s
+    host = fabric_bandwidth(system, "shm").bytes_per_s
+    e_nv = _efficiency("p2p", "alltoall", n, system)
+    e_host = _efficiency("shm", "alltoall", n, system)
+    chunk = np.asarray(s, dtype=float) / n
+    worst = 0.0 * chunk
+    for g in range(n):
+        nv = [peers[g][p] for p in range(n) if p != g and peers[g].get(p)]
+        off = sum(1 for p in range(n) if p != g and not peers[g].get(p))
+        t_nv = max((chunk / (k * link * e_nv) for k in nv), default=0.0 * chunk,
+                   key=lambda x: float(np.max(x)))
+        t_host = off * chunk / (host * e_host)
+        worst = np.maximum(worst, np.maximum(t_nv, t_host))
+    proto = _const(system, "protocols/Simple")
+    lat = _const(system, "transports/p2p/collectives/alltoall/launch_s") + \
+        proto["base_latency_s"] + proto["hop_latency_s"]
+    return lat + worst
 
 
 def _prediction(collective, n, s, t, algos, protos, scalar):

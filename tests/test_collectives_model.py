@@ -213,3 +213,20 @@ def test_tree_inside_one_node_is_a_chain():
     assert C.ring_steps("all_reduce", 8, "tree") == C.ring_steps("all_reduce", 8)
     assert C.ring_steps("all_reduce", 16, "tree", nodes=2) == 2 * (7 + 1)
     assert C.ring_steps("all_reduce", 64, "tree", nodes=8) < C.ring_steps("all_reduce", 64)
+
+
+def test_hybrid_cube_mesh_pairs_and_alltoall():
+    """DGX-1: two GPUs share one link (not all six); an 8-GPU alltoall is bound by
+    the three link-less peers reached through host memory over PCIe."""
+    link = C.fabric_bandwidth("dgx-1-v100").bytes_per_s / 6
+    two = C.predict("all_reduce", 2**30, 2, "dgx-1-v100").busbw[0]
+    eff = C.model_constant("transports/p2p/collectives/all_reduce/efficiency")
+    assert two == pytest.approx(link * eff, rel=0.02)
+    a2a = C.predict("alltoall", 2**30, 8, "dgx-1-v100")
+    host = C.fabric_bandwidth("dgx-1-v100", "shm").bytes_per_s \
+        * C.model_constant("transports/shm/collectives/alltoall/efficiency")
+    # 3 peers x S/8 through one PCIe link bound the time
+    assert a2a.time[0] == pytest.approx(3 * 2**30 / 8 / host, rel=0.01)
+    assert a2a.busbw[0] < 0.2 * C.predict("all_reduce", 2**30, 8, "dgx-1-v100").busbw[0]
+    # an NVSwitch system has no such penalty
+    assert C.predict("alltoall", 2**30, 8, "dgx-a100").busbw[0] > 10 * a2a.busbw[0]
