@@ -234,7 +234,7 @@ def test_hybrid_cube_mesh_pairs_and_alltoall():
 
 def test_extrapolation_to_8_gib_on_our_h200():
     """1-8 GiB runs lie beyond the calibration sweeps (<= 1 GiB): the model stays
-    within 11% of them (C++ NCCL loop, 2x H200, NVLS off)."""
+    within 12% in time of them (C++ NCCL loop, 2x H200, NVLS off)."""
     from gpulab import nccltests
     text = measurements.raw_capture("h200-x2-2026-11-30-bench-large", "c_large.csv")
     for sw in nccltests.parse_all(text):
@@ -242,4 +242,4 @@ def test_extrapolation_to_8_gib_on_our_h200():
             continue
         p = C.predict(sw.collective, sw.size_bytes.astype(float), 2, SYSTEM)
         err = np.abs(p.time / sw.time_s - 1)
-        assert err.max() < 0.11, (sw.collective, err.max())
+        assert err.max() < 0.12, (sw.collective, err.max())
