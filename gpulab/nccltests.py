@@ -35,7 +35,7 @@ Assumption                               Source
 time in us, algbw/busbw in GB/s (1e9)    nccl-tests src/util.cu (column units)
 JSON report layout (version 2)           nccl-tests src/util.cu (jsonOutputInit ...)
 ranks = Rank lines of the header         nccl-tests src/util.cu writeDeviceReport
-latency floor 2 us (LATENCY_FLOOR_S)     GPU-to-GPU P2P latency over NVLink
+latency floor 2 us (nccl_model.yaml)     GPU-to-GPU P2P latency over NVLink
                                          ~1.8-2.3 us (cuda-samples#230); public
                                          8-GPU Hopper nccl-tests floors 10-16 us
 =======================================  ============================================
@@ -74,16 +74,12 @@ from . import collectives, systems
 from ._validate import as_number, check_choice
 
 __all__ = ["NcclTestsParseError", "Device", "Sweep", "Finding", "COLLECTIVE_NAMES",
-           "LATENCY_FLOOR_S", "parse", "parse_all", "parse_json", "read", "read_all",
+           "parse", "parse_all", "parse_json", "read", "read_all",
            "render", "consistency", "audit"]
 
 #: Collective names nccl-tests has binaries for (``<name>_perf``).
 COLLECTIVE_NAMES = collectives.BUSBW_OPS + ("gather", "scatter", "hypercube",
                                             "alltoallv")
-#: Below this time per call no GPU collective is physically plausible: one
-#: software-visible GPU-to-GPU round trip over NVLink alone measures ~1.8-2.3 us
-#: (cuda-samples#230). [s]
-LATENCY_FLOOR_S = 2e-6
 
 _GB = 1e9
 _US = 1e-6
@@ -1097,7 +1093,7 @@ def consistency(sweep):
     return out
 
 
-def audit(sweep, system=None, *, transport="p2p", latency_floor=LATENCY_FLOOR_S):
+def audit(sweep, system=None, *, transport="p2p", latency_floor=None):
     """:func:`consistency` plus physical limits of ``system``.
 
     ``above_line_rate``: busbw above the per-direction line rate
@@ -1114,7 +1110,8 @@ def audit(sweep, system=None, *, transport="p2p", latency_floor=LATENCY_FLOOR_S)
         None skips the line-rate check.
     transport : {"p2p", "shm"}
     latency_floor : float
-        [s], default :data:`LATENCY_FLOOR_S`.
+        [s], default ``audit/latency_floor_s`` of ``data/nccl_model.yaml``
+        (2 us: one GPU-to-GPU round trip over NVLink, cuda-samples#230).
 
     Returns
     -------
@@ -1132,6 +1129,8 @@ def audit(sweep, system=None, *, transport="p2p", latency_floor=LATENCY_FLOOR_S)
     """
     _check_sweep(sweep)
     check_choice("transport", transport, collectives.TRANSPORTS)
+    if latency_floor is None:
+        latency_floor = collectives.model_constant("audit/latency_floor_s")
     floor = as_number("latency_floor", latency_floor, low=0, allow_array=False)
     out = consistency(sweep)
     line_rate = None

@@ -327,3 +327,8 @@ def test_random_bytes(blob):
         nt.parse_all(blob.decode("latin-1"))
     except nt.NcclTestsParseError:
         pass
+
+
+def test_audit_latency_floor_comes_from_the_data_file():
+    from gpulab import collectives
+    assert collectives.model_constant("audit/latency_floor_s") == 2e-6
