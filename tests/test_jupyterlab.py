@@ -10,12 +10,13 @@ For each notebook in ``LAB_NOTEBOOKS`` (relative to ``labs/``):
    kernel is idle; no output area may show a Traceback or a widget error;
 3. find the first output that holds an ipywidgets slider *and* an image (the widget draws its
    figure as an ``img``: an ipywidgets ``Image`` or an ``Output`` holding a figure), press
-   ArrowRight on the slider handle and require the image to change within a few seconds;
+   ArrowRight on the slider handle and require the image to change within a few seconds
+   (labs whose explorer has drop-downs only: pick another option of the first drop-down);
 4. save a screenshot to ``_build/screenshots/<lab prefix>.png``.
 
 A missing lab is a skip, or a failure under ``GPULAB_REQUIRE_BOOK=1`` (``make test``).
-Add later labs to ``LAB_NOTEBOOKS`` (labs 4 and 5 have no slider to drive: Lab 4 has no
-widget, Lab 5's explorer has drop-downs and number boxes only).
+Add later labs to ``LAB_NOTEBOOKS`` (Lab 4 has no widget; Lab 5's explorer has drop-downs
+and number boxes, listed in ``SELECT_LABS``).
 """
 from __future__ import annotations
 
@@ -42,7 +43,10 @@ SCREENSHOTS = ROOT / "_build" / "screenshots"
 LAB_NOTEBOOKS = [
     "lab01_link_math.ipynb",
     "lab03_ring_allreduce.ipynb",
+    "lab05_plan_70b.ipynb",
 ]
+#: Labs driven through their first drop-down instead of a slider.
+SELECT_LABS = {"lab05_plan_70b.ipynb"}
 
 SERVER_START_TIMEOUT = 90  # s
 RUN_ALL_TIMEOUT = 180  # s
@@ -216,29 +220,36 @@ def test_lab_widget_is_live(notebook, lab_server, page, make_offline, skip_or_fa
         problems = page.evaluate(OUTPUT_PROBLEMS_JS)
         assert not problems, f"{notebook}: errors in outputs:\n" + "\n---\n".join(problems)
 
-        # first output holding both a slider and an image
+        # first output holding both a slider (or drop-down) and an image
+        control_css = ("select" if notebook in SELECT_LABS else
+                       ".widget-slider, .jupyter-widgets.widget-slider, .noUi-target")
         areas = nb.locator(".jp-OutputArea-output").filter(
-            has=page.locator(".widget-slider, .jupyter-widgets.widget-slider, .noUi-target")
-        ).filter(has=page.locator("img"))
+            has=page.locator(control_css)).filter(has=page.locator("img"))
         # widget views render after the kernel went idle (comm round trips): wait
         for _ in range(60):
             if areas.count() >= 1:
                 break
             page.wait_for_timeout(500)
         assert areas.count() >= 1, \
-            f"{notebook}: no widget output with both a slider and an image (img)"
+            f"{notebook}: no widget output with both a {control_css} and an image (img)"
         area = areas.first
         area.scroll_into_view_if_needed()
         area.locator("img").first.wait_for(state="visible", timeout=15_000)
         before = area.evaluate(FIRST_IMG_SRC_JS)
         assert before, f"{notebook}: the widget image has no src"
 
-        handle = area.locator(".noUi-handle, .widget-slider [role='slider'], "
-                              ".widget-slider input[type='range']").first
-        handle.focus()
-        for _ in range(3):
-            page.keyboard.press("ArrowRight")
-            page.wait_for_timeout(150)
+        if notebook in SELECT_LABS:
+            select = area.locator("select").first
+            options = select.locator("option").all_inner_texts()
+            current = select.evaluate("s => s.options[s.selectedIndex].text")
+            select.select_option(label=next(o for o in options if o != current))
+        else:
+            handle = area.locator(".noUi-handle, .widget-slider [role='slider'], "
+                                  ".widget-slider input[type='range']").first
+            handle.focus()
+            for _ in range(3):
+                page.keyboard.press("ArrowRight")
+                page.wait_for_timeout(150)
         try:
             page.wait_for_function(
                 "([area, before]) => { const i = area.querySelector('img');"
