@@ -16,6 +16,7 @@ import functools
 import http.server
 import os
 import shutil
+import sys
 import threading
 from pathlib import Path
 
@@ -132,3 +133,12 @@ def _make_offline_fixture():
 def offline_page(page):
     """A Playwright page with no network beyond 127.0.0.1 (see module docstring)."""
     return make_offline(page)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Close every matplotlib figure a test left open (only if pyplot is in use)."""
+    yield
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.close("all")

@@ -139,12 +139,6 @@ CALLS.update({
 })
 
 
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
 def test_every_plot_function_is_exercised():
     public = {n for n in P.__all__ if n.startswith("plot_")}
     assert public == set(CALLS)

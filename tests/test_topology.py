@@ -46,12 +46,6 @@ def classes(topo):
             for a, b in itertools.permutations(topo.devices, 2)}
 
 
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
 # --- structure ------------------------------------------------------------------------
 def test_builders_structure():
     a = T.layout_a()

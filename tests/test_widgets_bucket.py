@@ -14,7 +14,6 @@ import os
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import ipywidgets as W  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
@@ -22,12 +21,6 @@ from gpulab import collectives, plotting, systems, widgets  # noqa: E402
 from tests.recorder import Recorder  # noqa: E402
 
 MIB, GIB = 2 ** 20, 2 ** 30
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
 
 
 @pytest.fixture

@@ -30,12 +30,6 @@ from gpulab import collectives, plotting, systems, units, widgets  # noqa: E402
 from tests.recorder import Recorder  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
 @pytest.fixture
 def pred(monkeypatch):
     return Recorder(monkeypatch, collectives, "predict")

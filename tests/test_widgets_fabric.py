@@ -28,12 +28,6 @@ MIB = 2 ** 20
 from tests.recorder import Recorder  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
 @pytest.fixture
 def pred(monkeypatch):
     return Recorder(monkeypatch, collectives, "predict")

@@ -26,12 +26,6 @@ from tests.recorder import Recorder  # noqa: E402
 GB = units.GB
 
 
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
 @pytest.fixture
 def step(monkeypatch):
     return Recorder(monkeypatch, parallelism, "step_time")

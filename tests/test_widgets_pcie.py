@@ -25,12 +25,6 @@ NEW = ("pcie", "pipeline", "topology")
 from tests.recorder import Recorder  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
 def _png(w):
     return bytes(w.view.image.value)
 

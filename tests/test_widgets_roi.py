@@ -15,17 +15,10 @@ import time
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import ipywidgets as W  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from gpulab import parallelism, plotting, widgets  # noqa: E402
 from tests.recorder import Recorder  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
 
 
 @pytest.fixture(scope="module")

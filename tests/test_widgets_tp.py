@@ -23,12 +23,6 @@ from gpulab import parallelism, plotting, systems, widgets  # noqa: E402
 from tests.recorder import Recorder  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
 @pytest.fixture
 def step(monkeypatch):
     return Recorder(monkeypatch, parallelism, "step_time")
