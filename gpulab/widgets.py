@@ -1103,17 +1103,38 @@ def _fabric_reason(algorithm, collective, system, exc):
     return str(exc)[:70]
 
 
+def _system_ranks_controls(system, n_ranks, ranks_label, style):
+    """A system drop-down and a ranks slider bounded by that system's GPUs."""
+    from . import systems
+
+    return {"system": W.Dropdown(options=systems.names(), value=system,
+                                 description="System", style=style),
+            "n_ranks": W.IntSlider(value=n_ranks, min=2,
+                                   max=systems.get(system).n_gpus,
+                                   description=ranks_label, style=style)}
+
+
+def _set_ranks(explorer, n_gpus, value):
+    """Re-bound ``explorer``'s ranks slider to ``n_gpus`` and set it to ``value``
+    without triggering an update per change (the caller updates once)."""
+    slider = explorer.controls["n_ranks"]
+    explorer._hold = True
+    try:
+        if slider.max < n_gpus:
+            slider.max = n_gpus
+        slider.value = value
+        slider.max = n_gpus
+    finally:
+        explorer._hold = False
+
+
 class _FabricExplorer(_Explorer):
     def __init__(self, system, n_ranks, message_bytes, collective):
-        from . import collectives, systems
+        from . import collectives
 
         style = {"description_width": "initial"}
-        s = systems.get(system)
         controls = {
-            "system": W.Dropdown(options=systems.names(), value=system,
-                                 description="System", style=style),
-            "n_ranks": W.IntSlider(value=n_ranks, min=2, max=s.n_gpus,
-                                   description="Ranks (GPUs)", style=style),
+            **_system_ranks_controls(system, n_ranks, "Ranks (GPUs)", style),
             "message_bytes": W.SelectionSlider(
                 options=[(units.fmt_bytes(v), v) for v in FABRIC_SIZES],
                 value=message_bytes, description="Message size", style=style),
@@ -1142,18 +1163,10 @@ class _FabricExplorer(_Explorer):
         from . import systems
 
         s = systems.get(self.controls["system"].value)
-        slider = self.controls["n_ranks"]
-        n = min(slider.value, s.n_gpus)
+        n = min(self.controls["n_ranks"].value, s.n_gpus)
         while n > 2 and not _fabric_ranks_ok(s, n):
             n -= 1
-        self._hold = True
-        try:
-            if slider.max < s.n_gpus:
-                slider.max = s.n_gpus
-            slider.value = n
-            slider.max = s.n_gpus
-        finally:
-            self._hold = False
+        _set_ranks(self, s.n_gpus, n)
 
     def _update(self):
         from . import collectives, systems
@@ -1327,15 +1340,10 @@ def bucket_allreduce_time(gradient_bytes, bucket_bytes, n_ranks, system,
 
 class _BucketExplorer(_Explorer):
     def __init__(self, system, n_ranks, gradient_bytes, bucket_bytes):
-        from . import systems
 
         style = {"description_width": "initial"}
-        s = systems.get(system)
         controls = {
-            "system": W.Dropdown(options=systems.names(), value=system,
-                                 description="System", style=style),
-            "n_ranks": W.IntSlider(value=n_ranks, min=2, max=s.n_gpus,
-                                   description="GPUs (data parallel)", style=style),
+            **_system_ranks_controls(system, n_ranks, "GPUs (data parallel)", style),
             "gradient_bytes": W.SelectionSlider(
                 options=[(units.fmt_bytes(v), v) for v in GRADIENT_SIZES],
                 value=gradient_bytes, description="Gradients", style=style),
@@ -1361,15 +1369,7 @@ class _BucketExplorer(_Explorer):
             from . import systems
 
             n_gpus = systems.get(self.controls["system"].value).n_gpus
-            slider = self.controls["n_ranks"]
-            self._hold = True
-            try:
-                if slider.max < n_gpus:
-                    slider.max = n_gpus
-                slider.value = min(slider.value, n_gpus)
-                slider.max = n_gpus
-            finally:
-                self._hold = False
+            _set_ranks(self, n_gpus, min(self.controls["n_ranks"].value, n_gpus))
         self.update()
 
     def _update(self):
