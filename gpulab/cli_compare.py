@@ -71,6 +71,18 @@ def _fmt_num(x, digits):
         else f"{x:.{digits}f}"
 
 
+def _read_sweeps(parser, path):
+    """Every sweep of ``path``, or a usage error naming the file and line."""
+    try:
+        return nccltests.read_all(path)
+    except nccltests.NcclTestsParseError as exc:
+        where = f", line {exc.lineno}" if exc.lineno else ""
+        quoted = f": {exc.line[:120]!r}" if exc.line is not None else ""
+        parser.error(f"argument FILE: {path}{where}: {exc.reason}{quoted}")
+    except ValueError as exc:
+        parser.error(f"argument FILE: {exc}")
+
+
 def _cmd_compare(args, out):
     from .cli import emit
     from .cli_predict import _nvls_enabled
@@ -85,14 +97,7 @@ def _cmd_compare(args, out):
     transport = args.transport or "p2p"
     jobs = []
     for path in args.files:
-        try:
-            sweeps = nccltests.read_all(path)
-        except nccltests.NcclTestsParseError as exc:
-            where = f", line {exc.lineno}" if exc.lineno else ""
-            quoted = f": {exc.line[:120]!r}" if exc.line is not None else ""
-            parser.error(f"argument FILE: {path}{where}: {exc.reason}{quoted}")
-        except ValueError as exc:
-            parser.error(f"argument FILE: {exc}")
+        sweeps = _read_sweeps(parser, path)
         if args.collective is not None:
             named = [s for s in sweeps if s.collective == args.collective]
             if not named and all(s.collective is None for s in sweeps):

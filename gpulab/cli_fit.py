@@ -21,8 +21,8 @@ import os
 import numpy as np
 import yaml
 
-from . import collectives, nccltests, systems
-from .cli_compare import band_summary
+from . import collectives, systems
+from .cli_compare import _positive_int, _read_sweeps, band_summary
 
 __all__ = ["fit_sweeps", "system_yaml", "register"]
 
@@ -95,13 +95,7 @@ def _cmd_fit(args, out):
     transport = args.transport or "p2p"
     pairs = []
     for path in args.files:
-        try:
-            sweeps = nccltests.read_all(path)
-        except nccltests.NcclTestsParseError as exc:
-            where = f", line {exc.lineno}" if exc.lineno else ""
-            parser.error(f"argument FILE: {path}{where}: {exc.reason}")
-        except ValueError as exc:
-            parser.error(f"argument FILE: {exc}")
+        sweeps = _read_sweeps(parser, path)
         for s in sweeps:
             coll = s.collective or args.collective
             if coll is None:
@@ -168,16 +162,4 @@ def register(sub, fmt):
     s.add_argument("--collective", metavar="NAME", help="fit only this collective")
     s.add_argument("--format", **fmt)
     s.set_defaults(func=_cmd_fit, _fit_parser=s)
-
-
-def _positive_int(text):
-    import argparse
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"invalid ranks {text!r}: must be an integer "
-                                         ">= 1")
-    return value
 

@@ -800,15 +800,19 @@ def parse_json(text, *, source="<text>", collective=None):
     _check_text(text, "text")
     _check_source(source)
     collective = _normalize_collective(collective)
+    sweeps = _parse_json_doc(_load_json(text, source), source, collective)
+    return _select(sweeps, collective, source)
+
+
+def _load_json(text, source):
+    """``json.loads`` whose error names the line, as the text parser's errors do."""
     try:
-        doc = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         lines = text.splitlines()
         line = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else ""
         raise NcclTestsParseError(f"invalid JSON ({exc.msg}, column {exc.colno})",
                                   exc.lineno, line, source) from None
-    sweeps = _parse_json_doc(doc, source, collective)
-    return _select(sweeps, collective, source)
 
 
 # --- public entry points --------------------------------------------------------------
@@ -816,14 +820,7 @@ def _detect(text, source):
     _control_char_line(text, source)
     stripped = text.lstrip()
     if stripped.startswith("{") or re.match(r"\[\s*[{\]]", stripped):
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            lines = text.splitlines()
-            line = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else ""
-            raise NcclTestsParseError(f"invalid JSON ({exc.msg}, column {exc.colno})",
-                                      exc.lineno, line, source) from None
-        return _parse_json_doc(doc, source, None)
+        return _parse_json_doc(_load_json(text, source), source, None)
     if _is_csv(text):
         return _parse_csv(text, source)
     return _parse_text(text, source)
