@@ -139,7 +139,7 @@ def model_constant(path):
     """A constant of ``data/nccl_model.yaml`` by its slash path.
 
     >>> model_constant("protocols/LL128/bandwidth")
-    0.93
+    0.92
     """
     if not isinstance(path, str) or not path.strip("/"):
         raise ValueError(f"path must be a slash path such as 'protocols/LL/bandwidth'; "
@@ -365,28 +365,40 @@ def _efficiency(transport, collective, n, system=None):
     return e2 + w * (here["efficiency_8"] - e2)
 
 
+def _protocol(system, transport, protocol):
+    """A protocol's constants over one transport: ``transports/<t>/protocols/<p>``
+    where given (LL and LL128 write flags with their data, which costs more through
+    host memory than over NVLink), else the shared ``protocols/<p>``."""
+    proto = _const(system, f"protocols/{protocol}")
+    own = _const(system, f"transports/{transport}")
+    extra = own.get("protocols", {}).get(protocol) if isinstance(own, dict) else None
+    return {**proto, **extra} if extra else proto
+
+
 def _single_time(collective, s, n, system, transport, algorithm, protocol, bw_intra,
                  nodes=1):
-    """Time of one (algorithm, protocol) for sizes ``s`` (array), intra-node."""
+    """Time of one (algorithm, protocol) for sizes ``s`` (array), intra-node:
+    the larger of the host's time per call and the GPUs' time (nccl-tests issues
+    calls back to back, so the next launch overlaps the running collective)."""
     here = f"transports/{transport}/collectives/{collective}"
-    launch = _const(system, f"{here}/launch_s")
+    host = _const(system, f"{here}/launch_s")
     eff = _efficiency(transport, collective, n, system)
     if algorithm == "nvls":
         b = bw_intra * model_constant("nvls/efficiency")
         fill = _fill_bytes(s, model_constant("nvls/fill"),
                            model_constant("nvls/fill_bytes")) / b
-        return launch + model_constant("nvls/latency_s") + s / b + fill
-    proto = _const(system, f"protocols/{protocol}")
+        return np.maximum(host, model_constant("nvls/latency_s") + s / b + fill)
+    proto = _protocol(system, transport, protocol)
     b = bw_intra * eff * proto["bandwidth"]
     if algorithm == "tree":
         b *= 0.9                       # NCCL: tree busbw x 0.9
     wire = wire_factor(collective, n, algorithm) * s
-    lat = launch + proto["base_latency_s"] + \
+    gpu = proto["base_latency_s"] + \
         ring_steps(collective, n, algorithm, nodes) * proto["hop_latency_s"]
     fill = _fill_bytes(wire, *_fill_params(transport, collective, system)) / b
     if protocol == "LL":
         fill = 0.0                      # LL has no chunk pipeline to fill
-    return lat + wire / b + fill
+    return np.maximum(host, gpu + wire / b + fill)
 
 
 def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2p",
@@ -420,30 +432,36 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
 
     Notes
     -----
-    For algorithm :math:`a` and protocol :math:`p` (NCCL ``tuning.cc`` structure):
+    For algorithm :math:`a` and protocol :math:`p` over transport :math:`t`
+    (NCCL ``tuning.cc``'s latency + bytes / bandwidth structure):
 
     .. math::
 
-        t_{a,p}(S) = t_0 + L_p + k_a(n)\,h_p + \frac{w_a(n)\,S}{B\,e_c\,\pi_p}
-                     + f\,S_f\,\frac{1 - e^{-w_a(n) S / S_f}}{B\,e_c\,\pi_p}
+        g_{a,p}(S) = L_p + k_a(n)\,h_p + \frac{w_a(n)\,S}{B\,e_c\,\pi_p}
+                     + f_c\,S_f\,\frac{1 - e^{-w_a(n) S / S_f}}{B\,e_c\,\pi_p},
+        \qquad t_{a,p}(S) = \max\bigl(t_{h,c},\; g_{a,p}(S)\bigr)
 
-    with launch cost :math:`t_0`, NCCL's base and per-hop latencies
-    :math:`L_p, h_p`, steps :math:`k_a(n)` (:func:`ring_steps`), wire factor
+    with the GPUs' base and per-hop latencies :math:`L_p, h_p` of the protocol
+    on this transport, steps :math:`k_a(n)` (:func:`ring_steps`), wire factor
     :math:`w_a(n)` (:func:`wire_factor`), the per-direction line rate :math:`B`
     (:func:`fabric_bandwidth`), the achieved fraction :math:`e_c` of collective
     :math:`c`, the protocol's bandwidth share :math:`\pi_p` and a pipeline-fill
-    term (:math:`f`, :math:`S_f`). The prediction is the minimum over the
-    algorithms and protocols NCCL would consider. Across nodes, all_reduce may run
-    hierarchically: reduce-scatter inside each node, all_reduce of :math:`S/g`
-    between nodes over the network, all-gather inside each node.
+    term (:math:`f_c`, :math:`S_f`). :math:`t_{h,c}` is the host's time per call:
+    nccl-tests issues calls back to back, so each launch overlaps the previous
+    collective and small messages cost the host's time, not the GPUs'. The
+    prediction is the minimum over the algorithms and protocols NCCL would
+    consider. Across nodes, all_reduce may run hierarchically: reduce-scatter
+    inside each node, all_reduce of :math:`S/g` between nodes over the network,
+    all-gather inside each node, pipelined.
 
     =================================  ==============================================
     Assumption                         Source
     =================================  ==============================================
-    latencies, protocol shares         NCCL 2.28.3's tuning table on 2x H200 (ours)
-    e_c, launch, fill (p2p and shm)    our C++ NCCL sweep on 2x H200, NVLS off
+    hop latencies                      NCCL 2.28.3's tuning table on 2x H200 (ours)
+    L_p, pi_p, e_c, t_h, fill          our C++ NCCL sweeps on 2x H200, NVLS off
+                                       (benchmarks/fit_nccl_model.py)
+    8-GPU e_c, LL hop, NVLS constants  public 8x H200 nccl-tests (ml-engineering)
     NVLS algbw = 0.61 x line rate      NVIDIA/nccl#1455 (8x H100: ~480 busbw)
-    same e_c for every rank count      ring busbw ~constant 2-8 GPUs (nccl#1455)
     =================================  ==============================================
 
     Examples
@@ -578,10 +596,9 @@ def _mesh_alltoall(s, n, system):
                    key=lambda x: float(np.max(x)))
         t_host = off * chunk / (host * e_host)
         worst = np.maximum(worst, np.maximum(t_nv, t_host))
-    proto = _const(system, "protocols/Simple")
-    lat = _const(system, "transports/p2p/collectives/alltoall/launch_s") + \
-        proto["base_latency_s"] + proto["hop_latency_s"]
-    return lat + worst
+    proto = _protocol(system, "p2p", "Simple")
+    host = _const(system, "transports/p2p/collectives/alltoall/launch_s")
+    return np.maximum(host, proto["base_latency_s"] + proto["hop_latency_s"] + worst)
 
 
 def _prediction(collective, n, s, t, algos, protos, scalar):
@@ -590,8 +607,8 @@ def _prediction(collective, n, s, t, algos, protos, scalar):
                       algos, protos, scalar)
 
 
-def _nccl_latency(collective, n, algorithm, protocol):
-    proto = model_constant(f"protocols/{protocol}")
+def _gpu_latency(system, transport, collective, n, algorithm, protocol):
+    proto = _protocol(system, transport, protocol)
     return proto["base_latency_s"] + \
         ring_steps(collective, n, algorithm) * proto["hop_latency_s"]
 
@@ -623,9 +640,10 @@ def calibrate(collective, message_bytes, times, n_ranks, system, *, transport="p
 
     Notes
     -----
-    ``launch_s`` is the median time of the sizes up to 4 KiB minus NCCL's own
-    modelled latency of the fastest protocol. ``efficiency`` solves the model for
-    the largest measured size with the Simple protocol.
+    ``launch_s`` is the host's time per call: the median time of the sizes up to
+    4 KiB, where back-to-back calls wait for the host, not the GPUs.
+    ``efficiency`` solves the model for the largest measured size with the Simple
+    protocol (its GPU latency plus the wire bytes over the achieved rate).
     """
     check_choice("collective", collective, COLLECTIVES)
     check_choice("transport", transport, TRANSPORTS)
@@ -639,19 +657,16 @@ def calibrate(collective, message_bytes, times, n_ranks, system, *, transport="p
     small, big = s <= 4096, s >= 64 * 2**20
     if not small.any() or not big.any():
         raise ValueError("message_bytes must include sizes <= 4 KiB and >= 64 MiB")
-    f0, sf0 = _fill_params(transport, collective)
+    f0, sf0 = _fill_params(transport, collective, system)
     f = f0 if fill is None else as_number("fill", fill, low=0, allow_array=False)
     sf = sf0 if fill_bytes is None \
         else as_number("fill_bytes", fill_bytes, low=0, allow_array=False)
     algo = "direct" if collective in ("alltoall", "sendrecv") else "ring"
-    protos = ("Simple",) if algo == "direct" else PROTOCOLS
-    lat = min(_nccl_latency(collective, n, algo, p) for p in protos)
-    launch = max(float(np.median(t[small])) - lat, 0.0)
+    launch = float(np.median(t[small]))      # the host's time per call (the floor)
     i = int(np.argmax(s))
     wire = wire_factor(collective, n, algo) * s[i]
-    lat_simple = launch + _nccl_latency(collective, n, algo, "Simple")
+    gpu = _gpu_latency(system, transport, collective, n, algo, "Simple")
     line = fabric_bandwidth(system, transport).bytes_per_s
-    # t = lat + (wire + fill(wire)) / (line e)  ->  e
-    eff = (wire + float(_fill_bytes(wire, f, sf))) / (line * max(t[i] - lat_simple,
-                                                                  1e-12))
+    # t = gpu + (wire + fill(wire)) / (line e)  ->  e
+    eff = (wire + float(_fill_bytes(wire, f, sf))) / (line * max(t[i] - gpu, 1e-12))
     return {"launch_s": launch, "efficiency": min(eff, 1.0)}

@@ -123,10 +123,9 @@ def test_model_against_our_h200_sweeps(transport):
         s, t = a[:, 0], a[:, 1]
         err = np.abs(C.predict(coll, s, 2, SYSTEM, transport=transport).time / t - 1)
         assert err.mean() < 0.10, (coll, err.mean())
-        assert err[s >= 65536].max() < 0.30, (coll, err[s >= 65536].max())
-        assert err[s >= 2**26].max() < 0.16, (coll, err[s >= 2**26].max())
-        if transport == "p2p":
-            assert err[s >= 65536].max() < 0.19, (coll, err[s >= 65536].max())
+        assert err[s < 65536].max() < 0.20, (coll, err[s < 65536].max())
+        assert err[s >= 65536].max() < (0.16 if transport == "p2p" else 0.12), \
+            (coll, err[s >= 65536].max())
 
 
 def test_calibrate_needs_small_and_large_sizes():
@@ -219,7 +218,7 @@ def test_hybrid_cube_mesh_pairs_and_alltoall():
     """DGX-1: two GPUs share one link (not all six); an 8-GPU alltoall is bound by
     the three link-less peers reached through host memory over PCIe."""
     link = C.fabric_bandwidth("dgx-1-v100").bytes_per_s / 6
-    two = C.predict("all_reduce", 2**30, 2, "dgx-1-v100").busbw[0]
+    two = C.predict("all_reduce", 2**38, 2, "dgx-1-v100").busbw[0]
     eff = C.model_constant("transports/p2p/collectives/all_reduce/efficiency")
     assert two == pytest.approx(link * eff, rel=0.02)
     a2a = C.predict("alltoall", 2**30, 8, "dgx-1-v100")
@@ -234,7 +233,7 @@ def test_hybrid_cube_mesh_pairs_and_alltoall():
 
 def test_extrapolation_to_8_gib_on_our_h200():
     """1-8 GiB runs lie beyond the calibration sweeps (<= 1 GiB): the model stays
-    within 12% in time of them (C++ NCCL loop, 2x H200, NVLS off)."""
+    within 15% in time of them (C++ NCCL loop, 2x H200, NVLS off)."""
     from gpulab import nccltests
     text = measurements.raw_capture("h200-x2-2026-11-30-bench-large", "c_large.csv")
     for sw in nccltests.parse_all(text):
@@ -242,4 +241,4 @@ def test_extrapolation_to_8_gib_on_our_h200():
             continue
         p = C.predict(sw.collective, sw.size_bytes.astype(float), 2, SYSTEM)
         err = np.abs(p.time / sw.time_s - 1)
-        assert err.max() < 0.12, (sw.collective, err.max())
+        assert err.max() < 0.15, (sw.collective, err.max())
