@@ -870,6 +870,26 @@ __all__ += ["collective_explorer", "COLLECTIVE_SIZES"]
 COLLECTIVE_SIZES = tuple(2 ** k for k in range(3, 35))
 
 
+def _restore_background(view, canvas, dynamic, key):
+    """Blitting: put back the figure's static background for ``key`` (drawn
+    once without the ``dynamic`` artists, then cached, most recently used last,
+    at most ``view._CACHE`` of them) so only the dynamic artists need drawing."""
+    bg = view._backgrounds.pop(key, None)
+    if bg is None:
+        shown = [a.get_visible() for a in dynamic]
+        for a in dynamic:
+            a.set_visible(False)
+        canvas.draw()
+        bg = canvas.copy_from_bbox(view.fig.bbox)
+        for a, v in zip(dynamic, shown):
+            a.set_visible(v)
+        if len(view._backgrounds) >= view._CACHE:
+            view._backgrounds.pop(next(iter(view._backgrounds)))
+    else:
+        canvas.restore_region(bg)
+    view._backgrounds[key] = bg
+
+
 class _BlitPNGView(_PNGView):
     """A :class:`_PNGView` that caches the static part of the figure.
 
@@ -900,20 +920,7 @@ class _BlitPNGView(_PNGView):
             if parts is None:                       # not the expected plot
                 return super().render(lambda ax: None)
             dynamic, key = parts
-            bg = self._backgrounds.pop(key, None)
-            if bg is None:
-                shown = [a.get_visible() for a in dynamic]
-                for a in dynamic:
-                    a.set_visible(False)
-                canvas.draw()
-                bg = canvas.copy_from_bbox(self.fig.bbox)
-                for a, v in zip(dynamic, shown):
-                    a.set_visible(v)
-                if len(self._backgrounds) >= self._CACHE:
-                    self._backgrounds.pop(next(iter(self._backgrounds)))
-            else:
-                canvas.restore_region(bg)
-            self._backgrounds[key] = bg             # most recently used last
+            _restore_background(self, canvas, dynamic, key)
             for a in dynamic:
                 if a.get_visible():
                     self.ax.draw_artist(a)
@@ -1491,20 +1498,7 @@ class _TwoPanelView(_PNGView):
             dynamic, key = self._dynamic()
             if dynamic is None:                       # pragma: no cover
                 return super().render(lambda ax: None)
-            bg = self._backgrounds.pop(key, None)
-            if bg is None:
-                shown = [a.get_visible() for a in dynamic]
-                for a in dynamic:
-                    a.set_visible(False)
-                canvas.draw()
-                bg = canvas.copy_from_bbox(self.fig.bbox)
-                for a, v in zip(dynamic, shown):
-                    a.set_visible(v)
-                if len(self._backgrounds) >= self._CACHE:
-                    self._backgrounds.pop(next(iter(self._backgrounds)))
-            else:
-                canvas.restore_region(bg)
-            self._backgrounds[key] = bg
+            _restore_background(self, canvas, dynamic, key)
             renderer = canvas.get_renderer()
             for a in dynamic:
                 if a.get_visible():
