@@ -31,3 +31,37 @@ class Recorder:
     @property
     def last(self):
         return self.calls[-1]
+
+
+def shown_ids(w):
+    """ids of every widget displayed inside ``w`` (its children, recursively)."""
+    ids, stack = set(), list(w.children)
+    while stack:
+        c = stack.pop()
+        ids.add(id(c))
+        stack.extend(getattr(c, "children", ()))
+    return ids
+
+
+def check_explorer_factory(name):
+    """The checks every explorer factory must pass; returns the built widget.
+
+    Registered under ``name`` as ``<name>_explorer``, callable without arguments,
+    a VBox showing a PNG ``Image``, no message, a summary, and every control, the
+    image and the message placed in the layout.
+    """
+    import ipywidgets as W
+
+    factory = widgets.explorers()[name]
+    assert factory is getattr(widgets, f"{name}_explorer")
+    assert not [p for p in inspect.signature(factory).parameters.values()
+                if p.default is inspect.Parameter.empty]
+    w = factory()
+    assert isinstance(w, W.VBox)
+    assert isinstance(w.view.image, W.Image) and w.view.image.format == "png"
+    assert bytes(w.view.image.value).startswith(b"\x89PNG")
+    assert w.message.value == "" and w.summary.value
+    ids = shown_ids(w)
+    assert all(id(c) in ids for c in w.controls.values())
+    assert id(w.view.image) in ids and id(w.message) in ids
+    return w

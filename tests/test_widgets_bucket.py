@@ -7,18 +7,16 @@ figure (built here exactly as ``book/reading_nccl_tests.md`` builds it).
 """
 from __future__ import annotations
 
-import inspect
 import math
 import os
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-import ipywidgets as W  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from gpulab import collectives, plotting, systems, widgets  # noqa: E402
-from tests.recorder import Recorder  # noqa: E402
+from tests.recorder import Recorder, check_explorer_factory  # noqa: E402
 
 MIB, GIB = 2 ** 20, 2 ** 30
 
@@ -38,21 +36,7 @@ def _curve(w):
 
 # --- factory ------------------------------------------------------------------------------
 def test_bucket_explorer_is_a_registered_factory():
-    factory = widgets.explorers()["bucket"]
-    assert factory is widgets.bucket_explorer
-    assert not [p for p in inspect.signature(factory).parameters.values()
-                if p.default is inspect.Parameter.empty]
-    w = factory()
-    assert isinstance(w, W.VBox)
-    assert isinstance(w.view.image, W.Image) and w.view.image.format == "png"
-    assert _png(w).startswith(b"\x89PNG")
-    assert w.message.value == "" and w.summary.value
-    ids, stack = set(), list(w.children)
-    while stack:
-        c = stack.pop()
-        ids.add(id(c))
-        stack.extend(getattr(c, "children", ()))
-    assert all(id(c) in ids for c in w.controls.values())
+    w = check_explorer_factory("bucket")
     assert set(w.controls) == {"system", "n_ranks", "gradient_bytes", "bucket_bytes"}
     assert list(w.controls["system"].options) == systems.names()
     assert [v for _, v in w.controls["bucket_bytes"].options] == \

@@ -27,7 +27,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from gpulab import collectives, plotting, systems, units, widgets  # noqa: E402
 
 
-from tests.recorder import Recorder  # noqa: E402
+from tests.recorder import Recorder, shown_ids  # noqa: E402
 
 
 @pytest.fixture
@@ -39,13 +39,7 @@ def _png(w):
     return bytes(w.view.image.value)
 
 
-def _shown(w):
-    ids, stack = set(), list(w.children)
-    while stack:
-        c = stack.pop()
-        ids.add(id(c))
-        stack.extend(getattr(c, "children", ()))
-    return ids
+_shown = shown_ids
 
 
 # --- factory ------------------------------------------------------------------------------

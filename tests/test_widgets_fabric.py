@@ -9,12 +9,10 @@ figure (built here exactly as ``book/nvswitch.md`` builds it).
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import os
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-import ipywidgets as W  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -25,7 +23,7 @@ from gpulab import (collectives, links, plotting, systems, topology,  # noqa: E4
 MIB = 2 ** 20
 
 
-from tests.recorder import Recorder  # noqa: E402
+from tests.recorder import Recorder, check_explorer_factory  # noqa: E402
 
 
 @pytest.fixture
@@ -62,22 +60,7 @@ def _chapter_rows(system="hgx-h200", n=8, size=64 * MIB, coll="all_reduce"):
 
 # --- factory ------------------------------------------------------------------------------
 def test_fabric_explorer_is_a_registered_factory():
-    factory = widgets.explorers()["fabric"]
-    assert factory is widgets.fabric_explorer
-    assert not [p for p in inspect.signature(factory).parameters.values()
-                if p.default is inspect.Parameter.empty]
-    w = factory()
-    assert isinstance(w, W.VBox)
-    assert isinstance(w.view.image, W.Image) and w.view.image.format == "png"
-    assert _png(w).startswith(b"\x89PNG")
-    assert _msg(w) == "" and w.summary.value
-    ids, stack = set(), list(w.children)
-    while stack:
-        c = stack.pop()
-        ids.add(id(c))
-        stack.extend(getattr(c, "children", ()))
-    assert all(id(c) in ids for c in w.controls.values())
-    assert id(w.view.image) in ids and id(w.message) in ids
+    w = check_explorer_factory("fabric")
     assert set(w.controls) == {"system", "n_ranks", "message_bytes", "collective"}
     assert list(w.controls["system"].options) == systems.names()
     assert [v for _, v in w.controls["message_bytes"].options] == \

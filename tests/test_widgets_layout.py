@@ -8,20 +8,18 @@ figure (built here exactly as ``book/parallel_strategies.md`` builds it).
 """
 from __future__ import annotations
 
-import inspect
 import os
 import statistics
 import time
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-import ipywidgets as W  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from gpulab import parallelism, plotting, systems, units, widgets  # noqa: E402
-from tests.recorder import Recorder  # noqa: E402
+from tests.recorder import Recorder, check_explorer_factory  # noqa: E402
 
 GB = units.GB
 
@@ -50,22 +48,7 @@ def _default_step():
 
 # --- factory ------------------------------------------------------------------------------
 def test_layout_explorer_is_a_registered_factory():
-    factory = widgets.explorers()["layout"]
-    assert factory is widgets.layout_explorer
-    assert not [p for p in inspect.signature(factory).parameters.values()
-                if p.default is inspect.Parameter.empty]
-    w = factory()
-    assert isinstance(w, W.VBox)
-    assert isinstance(w.view.image, W.Image) and w.view.image.format == "png"
-    assert _png(w).startswith(b"\x89PNG")
-    assert _msg(w) == "" and w.summary.value
-    ids, stack = set(), list(w.children)
-    while stack:
-        c = stack.pop()
-        ids.add(id(c))
-        stack.extend(getattr(c, "children", ()))
-    assert all(id(c) in ids for c in w.controls.values())
-    assert id(w.view.image) in ids and id(w.message) in ids
+    w = check_explorer_factory("layout")
     assert list(w.controls["model"].options) == parallelism.model_names()
     assert list(w.controls["system"].options) == systems.names()
     assert list(w.controls["global_batch"].options) == list(widgets.LAYOUT_BATCHES)

@@ -22,7 +22,7 @@ from gpulab import (links, measurements, pcie, plotting, scaling, specs,  # noqa
 NEW = ("pcie", "pipeline", "topology")
 
 
-from tests.recorder import Recorder  # noqa: E402
+from tests.recorder import Recorder, shown_ids  # noqa: E402
 
 
 def _png(w):
@@ -33,13 +33,7 @@ def _msg(w):
     return w.message.value
 
 
-def _shown(w):
-    ids, stack = set(), list(w.children)
-    while stack:
-        c = stack.pop()
-        ids.add(id(c))
-        stack.extend(getattr(c, "children", ()))
-    return ids
+_shown = shown_ids
 
 
 # --- factories --------------------------------------------------------------------------

@@ -7,20 +7,18 @@ a traceback. The initial state must equal the chapter's static figure.
 """
 from __future__ import annotations
 
-import inspect
 import os
 import statistics
 import time
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-import ipywidgets as W  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from gpulab import parallelism, plotting, systems, widgets  # noqa: E402
-from tests.recorder import Recorder  # noqa: E402
+from tests.recorder import Recorder, check_explorer_factory  # noqa: E402
 
 
 @pytest.fixture
@@ -38,20 +36,8 @@ def _widths(ax):
 
 # --- factory ------------------------------------------------------------------------
 def test_tp_explorer_is_a_registered_factory():
-    factory = widgets.explorers()["tp"]
-    assert factory is widgets.tp_explorer
-    assert not [p for p in inspect.signature(factory).parameters.values()
-                if p.default is inspect.Parameter.empty]
-    w = factory()
-    assert isinstance(w, W.VBox)
-    assert _png(w).startswith(b"\x89PNG")
-    assert w.message.value == "" and "per layer" in w.summary.value
-    ids, stack = set(), list(w.children)
-    while stack:
-        c = stack.pop()
-        ids.add(id(c))
-        stack.extend(getattr(c, "children", ()))
-    assert all(id(c) in ids for c in w.controls.values())
+    w = check_explorer_factory("tp")
+    assert "per layer" in w.summary.value
     assert list(w.controls["model"].options) == parallelism.model_names()
     assert list(w.controls["system"].options) == systems.names()
 
