@@ -642,8 +642,11 @@ def calibrate(collective, message_bytes, times, n_ranks, system, *, transport="p
     -----
     ``launch_s`` is the host's time per call: the median time of the sizes up to
     4 KiB, where back-to-back calls wait for the host, not the GPUs.
-    ``efficiency`` solves the model for the largest measured size with the Simple
-    protocol (its GPU latency plus the wire bytes over the achieved rate).
+    ``efficiency`` solves the model with the Simple protocol (its GPU latency plus
+    the wire bytes over the achieved rate) for every size from 64 MiB and takes
+    the geometric middle of the lowest and highest value, which halves the worst
+    relative error over those sizes (one size that runs unusually fast or slow,
+    such as alltoall at 1 GiB, does not set the rate for all the others).
     """
     check_choice("collective", collective, COLLECTIVES)
     check_choice("transport", transport, TRANSPORTS)
@@ -663,10 +666,10 @@ def calibrate(collective, message_bytes, times, n_ranks, system, *, transport="p
         else as_number("fill_bytes", fill_bytes, low=0, allow_array=False)
     algo = "direct" if collective in ("alltoall", "sendrecv") else "ring"
     launch = float(np.median(t[small]))      # the host's time per call (the floor)
-    i = int(np.argmax(s))
-    wire = wire_factor(collective, n, algo) * s[i]
+    wire = wire_factor(collective, n, algo) * s[big]
     gpu = _gpu_latency(system, transport, collective, n, algo, "Simple")
     line = fabric_bandwidth(system, transport).bytes_per_s
-    # t = gpu + (wire + fill(wire)) / (line e)  ->  e
-    eff = (wire + float(_fill_bytes(wire, f, sf))) / (line * max(t[i] - gpu, 1e-12))
+    # t = gpu + (wire + fill(wire)) / (line e)  ->  e, for every size >= 64 MiB
+    e = (wire + _fill_bytes(wire, f, sf)) / (line * np.maximum(t[big] - gpu, 1e-12))
+    eff = float(np.sqrt(e.min() * e.max()))
     return {"launch_s": launch, "efficiency": min(eff, 1.0)}

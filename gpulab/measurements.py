@@ -30,7 +30,8 @@ import numpy as np
 from . import specs, units
 
 __all__ = ["CopyRun", "copy_bandwidth", "raw_capture", "parse_nvlink_status",
-           "NVLinkStatusParseError"]
+           "NVLinkStatusParseError", "PooledSweep", "FIT_RUNS", "HOLDOUT_RUNS",
+           "collective_run", "pool_runs"]
 
 
 @dataclass(frozen=True)
@@ -156,4 +157,108 @@ def parse_nvlink_status(text):
             f"line {lineno}: not a GPU header or link line: {line!r}")
     if not out:
         raise NVLinkStatusParseError("line 1: no 'GPU n:' header found")
+    return out
+
+
+#: Our C++ NCCL sweeps on 2x H200 (benchmarks/nccl_sweep.cu, nccl-tests' method),
+#: as ``(run folder, file)`` per transport. FIT_RUNS: every default and
+#: ``NCCL_P2P_DISABLE=1`` sweep before the floor study (four machines), from which
+#: the collective model is calibrated; HOLDOUT_RUNS: the floor study on a fifth
+#: machine (short 8 B-8 MiB sweeps, some with the process pinned to one core, and
+#: three full sweeps), kept out of the fit to check it.
+FIT_RUNS = {
+    "p2p": (("h200-x2-2026-11-30-nccl-c", "c_default.csv"),
+            ("h200-x2-2026-11-30-bench", "c_default.csv"))
+    + tuple(("h200-x2-2026-11-30-nccl-c-repeat", f"c_default_r{r}.csv") for r in (1, 2, 3))
+    + tuple(("h200-x2-2026-11-30-validate", f"v_default_r{r}.csv") for r in (1, 2, 3)),
+    "shm": (("h200-x2-2026-11-30-nccl-c", "c_p2p_disable.csv"),)
+    + tuple(("h200-x2-2026-11-30-nccl-c-repeat", f"c_p2p_disable_r{r}.csv")
+            for r in (1, 2, 3))
+    + tuple(("h200-x2-2026-11-30-validate", f"v_p2p_disable_r{r}.csv") for r in (1, 2, 3)),
+}
+HOLDOUT_RUNS = {
+    "p2p": tuple(("h200-x2-2026-11-30-floors", f"{k}_r{r}.csv")
+                 for k, n in (("s_default", 8), ("s_pinned", 8), ("full_default", 3))
+                 for r in range(1, n + 1)),
+    "shm": tuple(("h200-x2-2026-11-30-floors", f"{k}_r{r}.csv")
+                 for k, n in (("s_shm", 8), ("full_shm", 3)) for r in range(1, n + 1)),
+}
+
+
+def collective_run(run, filename):
+    """One recorded C++ collective sweep: ``{collective: {size_bytes: time_s}}``."""
+    out = {}
+    text = raw_capture(run, filename)
+    for r in csv.DictReader(io.StringIO(text)):
+        try:
+            out.setdefault(r["collective"], {})[int(r["size_bytes"])] = \
+                float(r["time_us"]) * 1e-6
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"run/filename: {run}/{filename} is not a collective sweep "
+                             "(columns collective, size_bytes, time_us)") from None
+    return out
+
+
+@dataclass(frozen=True)
+class PooledSweep:
+    """Many runs of one collective, pooled size by size.
+
+    Attributes
+    ----------
+    collective : str
+    size_bytes : np.ndarray
+        nccl-tests' size. [B]
+    lo, hi : np.ndarray
+        10th and 90th percentile of the runs' times. [s]
+    center : np.ndarray
+        ``2 lo hi / (lo + hi)``: the one time whose worst relative error against
+        ``lo`` and ``hi`` is smallest (``lo (1 + d) = hi (1 - d)``). [s]
+    median : np.ndarray
+        Plain median of the runs. [s]
+    times : np.ndarray
+        Every run's time, shape (runs, sizes); NaN where a run lacks a size. [s]
+    """
+
+    collective: str
+    size_bytes: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    center: np.ndarray
+    median: np.ndarray
+    times: np.ndarray
+
+
+def pool_runs(runs):
+    """Pool collective sweeps (``(run, file)`` pairs, e.g. :data:`FIT_RUNS` ``["p2p"]``).
+
+    Returns
+    -------
+    dict[str, PooledSweep]
+        Per collective, over the sizes that any run has.
+
+    Notes
+    -----
+    The host's time per call on our 2x H200 machines is bimodal from run to run
+    (about 13 us or about 20 us, at every size up to ~1 MiB), so neither one run nor
+    a median of a few is a fair target for one model curve; ``center`` is.
+    """
+    why = "runs must be a non-empty sequence of (run, filename) pairs of recorded sweeps"
+    if isinstance(runs, (str, bytes)) or not hasattr(runs, "__iter__"):
+        raise ValueError(f"{why}; got {runs!r}")
+    runs = tuple(runs)
+    if not runs or not all(isinstance(r, (tuple, list)) and len(r) == 2
+                           and all(isinstance(x, str) for x in r) for r in runs):
+        raise ValueError(f"{why}; got {runs!r}")
+    try:
+        data = [collective_run(*r) for r in runs]
+    except ValueError as exc:
+        raise ValueError(f"runs: {exc}") from None
+    out = {}
+    for coll in data[0]:
+        sizes = np.array(sorted({s for d in data for s in d.get(coll, {})}), dtype=float)
+        times = np.array([[d.get(coll, {}).get(int(s), np.nan) for s in sizes]
+                          for d in data])
+        lo, hi = np.nanpercentile(times, [10, 90], axis=0)
+        out[coll] = PooledSweep(coll, sizes, lo, hi, 2 * lo * hi / (lo + hi),
+                                np.nanmedian(times, axis=0), times)
     return out

@@ -12,8 +12,8 @@ import yaml
 from gpulab import cli, collectives, measurements, nccltests, systems
 
 RAW = Path(measurements.__file__).with_name("data") / "measurements" / "raw"
-MEDIAN = RAW / "h200-x2-2026-11-30-nccl-c-repeat" / "c_default_median.csv"
-SHM = RAW / "h200-x2-2026-11-30-nccl-c-repeat" / "c_p2p_disable_median.csv"
+MEDIAN = RAW / "h200-x2-2026-11-30-pooled" / "p2p_center.csv"     # pooled runs
+SHM = RAW / "h200-x2-2026-11-30-pooled" / "shm_center.csv"
 
 
 def _run(*args):

@@ -218,3 +218,31 @@ def test_raw_capture_unknown_names_name_the_parameter(run_, filename, param):
 def test_copy_bandwidth_refuses_bad_names(name):
     with pytest.raises(ValueError, match="name"):
         M.copy_bandwidth(name)
+
+
+def test_pooled_center_is_the_minimax_value():
+    """center = 2 lo hi / (lo + hi): the same relative error against lo and hi."""
+    p = M.pool_runs(M.HOLDOUT_RUNS["p2p"])["all_reduce"]
+    np.testing.assert_allclose(p.center / p.lo - 1, 1 - p.center / p.hi, atol=1e-12)
+    assert np.all(p.lo <= p.center) and np.all(p.center <= p.hi)
+    assert p.times.shape == (len(M.HOLDOUT_RUNS["p2p"]), p.size_bytes.size)
+    # full sweeps reach 1 GiB, short ones stop at 8 MiB: NaN where a run lacks a size
+    assert p.size_bytes[-1] == 2**30 and np.isnan(p.times[0, -1])
+
+
+def test_pooling_one_run_gives_that_run():
+    run = ("h200-x2-2026-11-30-floors", "full_default_r1.csv")
+    one = M.collective_run(*run)["sendrecv"]
+    p = M.pool_runs([run])["sendrecv"]
+    want = np.array([one[int(s)] for s in p.size_bytes])
+    for arr in (p.lo, p.hi, p.center, p.median):
+        np.testing.assert_allclose(arr, want)
+
+
+def test_fit_and_holdout_runs_are_disjoint_and_recorded():
+    for tr in ("p2p", "shm"):
+        fit, hold = set(M.FIT_RUNS[tr]), set(M.HOLDOUT_RUNS[tr])
+        assert fit and hold and not fit & hold
+        assert {r for r, _ in hold} == {"h200-x2-2026-11-30-floors"}
+        for run in fit | hold:
+            assert M.collective_run(*run)["all_reduce"][8] > 0
