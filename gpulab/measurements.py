@@ -162,10 +162,10 @@ def parse_nvlink_status(text):
 
 #: Our C++ NCCL sweeps on 2x H200 (benchmarks/nccl_sweep.cu, nccl-tests' method),
 #: as ``(run folder, file)`` per transport. FIT_RUNS: every default and
-#: ``NCCL_P2P_DISABLE=1`` sweep before the floor study (four machines), from which
-#: the collective model is calibrated; HOLDOUT_RUNS: the floor study on a fifth
-#: machine (short 8 B-8 MiB sweeps, some with the process pinned to one core, and
-#: three full sweeps), kept out of the fit to check it.
+#: ``NCCL_P2P_DISABLE=1`` sweep before the floor study (four recordings), from which
+#: the collective model is calibrated; HOLDOUT_RUNS: the floor study, recorded later
+#: on a freshly started machine (short 8 B-8 MiB sweeps, some with the process pinned
+#: to one core, and three full sweeps), kept out of the fit to check it.
 FIT_RUNS = {
     "p2p": (("h200-x2-2026-11-30-nccl-c", "c_default.csv"),
             ("h200-x2-2026-11-30-bench", "c_default.csv"))

@@ -11,7 +11,7 @@ from hypothesis import given, strategies as st
 from gpulab import collectives as C, measurements, specs, systems
 from tests import strategies  # noqa: F401  (registers the "ci" profile)
 
-RUN = "h200-x2-2026-11-30-pooled"     # benchmarks/pool_runs.py: 8 + 7 runs, four machines
+RUN = "h200-x2-2026-11-30-pooled"     # benchmarks/pool_runs.py: 8 + 7 runs, four recordings
 SYSTEM = "h200-x2-measured"
 
 
@@ -244,7 +244,7 @@ def test_extrapolation_to_8_gib_on_our_h200():
 
 
 def test_held_out_floor_study():
-    """The floor study (19 default + 11 NCCL_P2P_DISABLE=1 runs on a fifth machine,
+    """The floor study (19 default + 11 NCCL_P2P_DISABLE=1 runs recorded later,
     never used by the fit): from 4 MiB the model is within 16% of the runs' center;
     below, the center of a bimodal host floor is within 35%."""
     for transport in ("p2p", "shm"):

@@ -411,3 +411,27 @@ def test_bytes_axis_uses_binary_labels():
     fmt = ax.xaxis.get_major_formatter()
     assert fmt(2**30, 0) == "1 GiB" and fmt(0, 0) == ""
     assert units.fmt_bytes(2**20) == fmt(2**20, 0)
+
+
+def test_plot_run_floors_counts_every_run():
+    from gpulab.plotting_measure import plot_run_floors
+    fast, slow = [13e-6] * 5, [20e-6] * 3
+    ax = plot_run_floors({"a": fast, "b": slow}, model_s=16e-6)
+    heights = [p.get_height() for p in ax.patches]
+    assert sum(heights) == pytest.approx(8)          # stacked bars: each run once
+    assert ax.lines[0].get_xdata()[0] == pytest.approx(16)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b", "model"]
+
+
+@pytest.mark.parametrize("kw, msg", [
+    ({"floors": {}}, "floors"), ({"floors": [1e-5]}, "floors"),
+    ({"floors": {"a": []}}, "floors"), ({"floors": {"a": [-1e-6]}}, "floors"),
+    ({"floors": {"a": "13"}}, "floors"), ({"floors": {"a": [np.nan]}}, "floors"),
+    ({"floors": {"a": [1e-5]}, "model_s": 0}, "model_s"),
+    ({"floors": {"a": [1e-5]}, "model_s": True}, "model_s"),
+    ({"floors": {"a": [1e-5]}, "bin_us": -1}, "bin_us"),
+    ({"floors": {"a": [1e-5]}, "bin_us": "1"}, "bin_us")])
+def test_plot_run_floors_bad_input(kw, msg):
+    from gpulab.plotting_measure import plot_run_floors
+    with pytest.raises(ValueError, match=msg):
+        plot_run_floors(**kw)
