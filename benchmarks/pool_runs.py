@@ -3,7 +3,9 @@
     python benchmarks/pool_runs.py      # rewrites raw/h200-x2-2026-11-30-pooled/*.csv
 
 Per transport, :func:`gpulab.measurements.pool_runs` over
-:data:`gpulab.measurements.FIT_RUNS`: per collective and size, ``time_us`` is
+:data:`gpulab.measurements.FIT_RUNS` (``<t>_center.csv``, one process driving both
+GPUs) and :data:`~gpulab.measurements.PROCS_RUNS` (``<t>_procs_center.csv``, one
+process per GPU): per collective and size, ``time_us`` is
 ``2 lo hi / (lo + hi)`` of the 10th and 90th percentile of the runs (the value with
 the smallest worst relative error against both: the host floor is bimodal from run
 to run), with its algbw and busbw (nccl-tests' definitions, GB = 1e9 B), ``lo_us``,
@@ -27,8 +29,10 @@ def main():
     folder = pathlib.Path(M.__file__).parent / "data" / "measurements" / "raw" / \
         "h200-x2-2026-11-30-pooled"
     folder.mkdir(exist_ok=True)
-    for tr, runs in M.FIT_RUNS.items():
-        with open(folder / f"{tr}_center.csv", "w", newline="") as f:
+    tables = [(f"{tr}_center.csv", runs) for tr, runs in M.FIT_RUNS.items()]
+    tables += [(f"{tr}_procs_center.csv", runs) for tr, runs in M.PROCS_RUNS.items()]
+    for name, runs in tables:
+        with open(folder / name, "w", newline="") as f:
             w = csv.DictWriter(f, FIELDS, lineterminator="\n")
             w.writeheader()
             for coll, p in M.pool_runs(runs).items():
@@ -42,7 +46,7 @@ def main():
                                 "hi_us": f"{p.hi[i] * 1e6:.3f}",
                                 "median_us": f"{p.median[i] * 1e6:.3f}",
                                 "runs": int(np.isfinite(p.times[:, i]).sum())})
-        print(f"{tr}: {len(runs)} runs -> {folder.name}/{tr}_center.csv")
+        print(f"{len(runs)} runs -> {folder.name}/{name}")
 
 
 if __name__ == "__main__":

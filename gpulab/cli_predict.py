@@ -79,6 +79,7 @@ def _int_at_least(what, low):
 
 _factor = _int_at_least("factor", 2)
 _ranks = _int_at_least("ranks", 1)
+_gpus_per_process = _int_at_least("gpus-per-process", 1)
 
 
 def sweep_sizes(min_bytes, max_bytes, factor):
@@ -111,7 +112,8 @@ def _list_systems(args, out):
 
 
 #: Collective-only flags: refused with --copy.
-_COLLECTIVE_FLAGS = ("ranks", "transport", "algorithm", "protocol", "nvls")
+_COLLECTIVE_FLAGS = ("ranks", "transport", "algorithm", "protocol", "nvls",
+                     "gpus_per_process")
 #: nccl-tests' reduction op and root per collective (out-of-place columns).
 _REDOP = {"all_reduce": "sum", "reduce_scatter": "sum", "reduce": "sum"}
 _ROOT = {"broadcast": 0, "reduce": 0}
@@ -121,7 +123,7 @@ _PER_RANK_COUNT = ("all_gather", "reduce_scatter", "alltoall")
 _MODEL_FLAGS = {"algorithm": "--algorithm", "protocol": "--protocol",
                 "transport": "--transport", "n_ranks": "--ranks",
                 "collective": "--collective", "message_bytes": "--min-bytes",
-                "system": "--system"}
+                "system": "--system", "gpus_per_process": "--gpus-per-process"}
 
 
 def _cmd_predict(args, out):
@@ -136,8 +138,8 @@ def _cmd_predict(args, out):
     if args.copy is not None:
         for name in _COLLECTIVE_FLAGS:
             if getattr(args, name) is not None:
-                parser.error(f"argument --{name}: applies to --collective only, "
-                             "not --copy")
+                parser.error(f"argument --{name.replace('_', '-')}: applies to "
+                             "--collective only, not --copy")
         if args.copy == "p2p" and args.memory is not None:
             parser.error("argument --memory: applies to h2d/d2h copies only, not p2p")
     elif args.memory is not None:
@@ -219,7 +221,8 @@ def _predict_collective(args, out, system, sizes):
     try:
         pred = collectives.predict(args.collective, [float(s) for s in sizes], n,
                                    system, transport=transport, algorithm=algorithm,
-                                   protocol=protocol, nvls=nvls)
+                                   protocol=protocol, nvls=nvls,
+                                   gpus_per_process=args.gpus_per_process)
     except ValueError as exc:
         parser.error(_model_error(str(exc)))
     us = pred.time / units.US
@@ -346,6 +349,10 @@ def register(sub, fmt):
                    help="collective: in-switch reduction (NVLink SHARP); auto: "
                         "off if the environment sets NCCL_NVLS_ENABLE=0, as NCCL "
                         "does, else on where the NVSwitch supports it")
+    s.add_argument("--gpus-per-process", type=_gpus_per_process, metavar="G",
+                   help="collective: GPUs one process drives (default: every rank of a "
+                        "node, as nccl-tests -g N; 1: one process per GPU, as nccl-tests "
+                        "under MPI or torchrun). Changes the host's time per call")
     s.add_argument("--min-bytes", "-b", type=parse_size, default=8, metavar="SIZE",
                    help="smallest size (default: 8)")
     s.add_argument("--max-bytes", "-e", type=parse_size, default=4 * 1024**3,

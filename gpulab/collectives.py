@@ -214,6 +214,18 @@ def _domain(system):
     return max(nvl, system.gpus_per_node)
 
 
+def _gpus_per_process(value, n, system):
+    """GPUs one process drives: ``None`` -> every rank of a node in one process
+    (nccl-tests ``-g N``); else 1 .. min(n, gpus_per_node), dividing ``n``."""
+    high = min(n, system.gpus_per_node)
+    if value is None:
+        return high
+    g = check_int("gpus_per_process", value, low=1, high=high)
+    if n % g:
+        raise ValueError(f"gpus_per_process must divide n_ranks ({n}); got {g}")
+    return g
+
+
 def _domains_used(system, n):
     """NVLink domains that ``n`` ranks span (ranks fill one domain after another)."""
     return max(1, math.ceil(n / _domain(system)))
@@ -345,6 +357,25 @@ def _const(system, path):
         else node
 
 
+def _host_time(system, transport, collective, s, g):
+    """The host's time per call when one process (thread) drives ``g`` GPUs.
+
+    ``launch_s`` (one GPU per process, as nccl-tests run under MPI) plus
+    ``launch_gpu_s`` for every further GPU the same thread launches on (nccl-tests
+    ``-g N`` issues N launches one after the other), plus ``channel_s`` per GPU for
+    every NCCL channel beyond the first: NCCL spreads larger messages over more
+    channels (one per ``channel_bytes``, at most ``max_channels``), and each costs
+    the host a little more set-up. A collective may carry its own
+    ``launch_gpu_s``."""
+    here = f"transports/{transport}"
+    own = _const(system, f"{here}/collectives/{collective}")
+    per_gpu = own.get("launch_gpu_s", _const(system, f"{here}/launch_gpu_s"))
+    base = own["launch_s"] + (g - 1) * per_gpu
+    ch = np.clip(np.asarray(s, dtype=float) / _const(system, f"{here}/channel_bytes"),
+                 1, _const(system, f"{here}/max_channels"))
+    return base + g * _const(system, f"{here}/channel_s") * (ch - 1)
+
+
 def _fill_params(transport, collective, system=None):
     """(f, S_f) of a collective: its own entry if it has one (point-to-point
     operations pipeline differently), else the transport's."""
@@ -376,12 +407,12 @@ def _protocol(system, transport, protocol):
 
 
 def _single_time(collective, s, n, system, transport, algorithm, protocol, bw_intra,
-                 nodes=1):
+                 nodes=1, g=1):
     """Time of one (algorithm, protocol) for sizes ``s`` (array), intra-node:
-    the larger of the host's time per call and the GPUs' time (nccl-tests issues
-    calls back to back, so the next launch overlaps the running collective)."""
-    here = f"transports/{transport}/collectives/{collective}"
-    host = _const(system, f"{here}/launch_s")
+    the larger of the host's time per call (``g`` GPUs per process) and the GPUs'
+    time (nccl-tests issues calls back to back, so the next launch overlaps the
+    running collective)."""
+    host = _host_time(system, transport, collective, s, g)
     eff = _efficiency(transport, collective, n, system)
     if algorithm == "nvls":
         b = bw_intra * model_constant("nvls/efficiency")
@@ -393,8 +424,12 @@ def _single_time(collective, s, n, system, transport, algorithm, protocol, bw_in
     if algorithm == "tree":
         b *= 0.9                       # NCCL: tree busbw x 0.9
     wire = wire_factor(collective, n, algorithm) * s
-    gpu = proto["base_latency_s"] + \
-        ring_steps(collective, n, algorithm, nodes) * proto["hop_latency_s"]
+    own = _const(system, f"transports/{transport}/collectives/{collective}")
+    if algorithm == "direct" and "gpu_latency_s" in own:
+        gpu = own["gpu_latency_s"]      # NCCL's point-to-point path, not a ring's hops
+    else:
+        gpu = proto["base_latency_s"] + \
+            ring_steps(collective, n, algorithm, nodes) * proto["hop_latency_s"]
     fill = _fill_bytes(wire, *_fill_params(transport, collective, system)) / b
     if protocol == "LL":
         fill = 0.0                      # LL has no chunk pipeline to fill
@@ -402,7 +437,7 @@ def _single_time(collective, s, n, system, transport, algorithm, protocol, bw_in
 
 
 def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2p",
-                    algorithm="auto", protocol="auto", nvls=True):
+                    algorithm="auto", protocol="auto", nvls=True, gpus_per_process=None):
     r"""Predict the time of one collective call, as nccl-tests would measure it.
 
     Parameters
@@ -424,6 +459,10 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
     nvls : bool, default True
         Allow in-switch reduction where the hardware has it; False models NCCL
         with ``NCCL_NVLS_ENABLE=0`` (NVLink multicast off).
+    gpus_per_process : int, optional
+        GPUs one process drives. Default: all ranks of a node in one process, as
+        nccl-tests ``-g N`` runs them; 1 models one process per GPU (nccl-tests
+        under MPI, torchrun). It changes only the host's time per call.
 
     Returns
     -------
@@ -448,9 +487,21 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
     :math:`c`, the protocol's bandwidth share :math:`\pi_p` and a pipeline-fill
     term (:math:`f_c`, :math:`S_f`). :math:`t_{h,c}` is the host's time per call:
     nccl-tests issues calls back to back, so each launch overlaps the previous
-    collective and small messages cost the host's time, not the GPUs'. The
-    prediction is the minimum over the algorithms and protocols NCCL would
-    consider. Across nodes, all_reduce may run hierarchically: reduce-scatter
+    collective and small messages cost the host's time, not the GPUs'. For a
+    process that drives :math:`g` GPUs and a message NCCL spreads over
+    :math:`k(S)` channels,
+
+    .. math::
+
+        t_{h,c} = h_c + (g - 1)\,h_g + g\,h_k\,(k(S) - 1),\qquad
+        k(S) = \min\bigl(k_{max}, \max(1, S / S_k)\bigr),
+
+    with :math:`h_c` measured with one GPU per process and :math:`h_g` the extra
+    time per further GPU one thread launches on (both from our 2x H200 runs). For
+    ring and tree the protocol is the one NCCL's own tuning table picks
+    (``nccl_tuning``; NCCL picks by its table, not by the fastest real time, and
+    so does the model); the algorithm is the fastest NCCL would consider. Across
+    nodes, all_reduce may run hierarchically: reduce-scatter
     inside each node, all_reduce of :math:`S/g` between nodes over the network,
     all-gather inside each node, pipelined.
 
@@ -458,8 +509,9 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
     Assumption                         Source
     =================================  ==============================================
     hop latencies                      NCCL 2.28.3's tuning table on 2x H200 (ours)
-    L_p, pi_p, e_c, t_h, fill          our C++ NCCL sweeps on 2x H200, NVLS off
-                                       (benchmarks/fit_nccl_model.py)
+    L_p, pi_p, e_c, h_c, h_g, h_k,     our C++ NCCL sweeps on 2x H200, NVLS off
+    fill                               (benchmarks/fit_nccl_model.py)
+    S_k, k_max                         NCCL's logged channels on 2x H200
     8-GPU e_c, LL hop, NVLS constants  public 8x H200 nccl-tests (ml-engineering)
     NVLS algbw = 0.61 x line rate      NVIDIA/nccl#1455 (8x H100: ~480 busbw)
     =================================  ==============================================
@@ -471,11 +523,12 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
     True
     """
     return predict(collective, message_bytes, n_ranks, system, transport=transport,
-                   algorithm=algorithm, protocol=protocol, nvls=nvls).time_scalar
+                   algorithm=algorithm, protocol=protocol, nvls=nvls,
+                   gpus_per_process=gpus_per_process).time_scalar
 
 
 def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
-            algorithm="auto", protocol="auto", nvls=True):
+            algorithm="auto", protocol="auto", nvls=True, gpus_per_process=None):
     """Predict time, algbw and busbw over sizes; see :func:`collective_time`.
 
     Returns
@@ -493,9 +546,10 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
     s = np.atleast_1d(as_number("message_bytes", message_bytes, low=0,
                                 low_inclusive=False)).astype(float)
     scalar = np.ndim(message_bytes) == 0
+    g = _gpus_per_process(gpus_per_process, n, system)
     if n == 1:
-        t = np.full_like(s, model_constant(
-            f"transports/{transport}/collectives/{collective}/launch_s"))
+        t = np.full_like(s, _const(
+            system, f"transports/{transport}/collectives/{collective}/launch_s"))
         return _prediction(collective, n, s, t, np.full(s.shape, "none"),
                            np.full(s.shape, "none"), scalar)
     nodes = _domains_used(system, n)
@@ -507,31 +561,61 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
         protos = ("Simple",) if protocol == "auto" else protos   # p2p ops: Simple
     rows, labels = [], []
     for algo in _candidates(collective, n, system, transport, algorithm, nvls):
-        for proto in (("Simple",) if algo == "nvls" else protos):
+        by_proto = []
+        algo_protos = ("Simple",) if algo == "nvls" else protos
+        for proto in algo_protos:
             if algo == "hierarchical":
-                t = _hierarchical(s, n, nodes, system, transport, proto, bw_intra)
+                t = _hierarchical(s, n, nodes, system, transport, proto, bw_intra, g)
             elif collective == "alltoall" and _uneven_mesh(system, n, transport, nodes):
-                t = _mesh_alltoall(s, n, system)
+                t = _mesh_alltoall(s, n, system, g)
             elif nodes > 1:
                 # one ring through every GPU: the network is the slowest link
                 bw = min(bw_intra, fabric_bandwidth(system, transport,
                                                     scope="inter").bytes_per_s)
                 t = _single_time(collective, s, n, system, transport, algo, proto, bw,
-                                 nodes)
+                                 nodes, g)
             else:
                 t = _single_time(collective, s, n, system, transport, algo, proto,
-                                 bw_intra)
-            rows.append(np.broadcast_to(t, s.shape))
-            labels.append((algo, proto))
+                                 bw_intra, g=g)
+            by_proto.append(np.broadcast_to(t, s.shape))
+        # the protocol NCCL would pick: the lowest time by NCCL's own table (ring and
+        # tree); one-shot kernels outside NCCL's tuner: the fastest
+        if algo in ("ring", "tree", "hierarchical"):
+            est = np.vstack([_nccl_estimate(collective, s, n, system, transport, algo, p,
+                                            bw_intra, nodes) for p in algo_protos])
+        else:
+            est = np.vstack(by_proto)
+        pick = np.argmin(est, axis=0)
+        rows.append(np.vstack(by_proto)[pick, np.arange(s.size)])
+        labels.append((algo, np.array(algo_protos)[pick]))
     times = np.vstack(rows)
     best = np.argmin(times, axis=0)
-    t = times[best, np.arange(s.size)]
+    idx = np.arange(s.size)
+    t = times[best, idx]
     algos = np.array([labels[i][0] for i in best])
-    protos_used = np.array([labels[i][1] for i in best])
+    protos_used = np.array([labels[i][1][j] for j, i in zip(idx, best)])
     return _prediction(collective, n, s, t, algos, protos_used, scalar)
 
 
-def _hierarchical(s, n, nodes, system, transport, proto, bw_intra):
+def _nccl_estimate(collective, s, n, system, transport, algorithm, protocol, bw, nodes):
+    """NCCL's own estimate of a call's time, used only to pick the protocol as NCCL
+    does: its ring latency per protocol (base + steps x hop) and its bandwidth as
+    a fraction of Simple's (``nccl_tuning``, from NCCL's tuning table on our 2x
+    H200; a protocol NCCL disables there is never picked). NCCL picks by this
+    table, not by the fastest real time: on 2x H200 it leaves LL for Simple at
+    2 MiB although LL is still faster there."""
+    tune = model_constant(f"nccl_tuning/{transport}").get(protocol)
+    if tune is None:
+        return np.full(np.shape(s), np.inf)
+    steps = ring_steps(collective, n, "ring" if algorithm == "hierarchical" else algorithm,
+                       nodes)
+    b = bw * _efficiency(transport, collective, n, system) * tune["bandwidth"]
+    wire = wire_factor(collective, n, "ring" if algorithm == "hierarchical"
+                       else algorithm) * np.asarray(s, dtype=float)
+    return tune["latency_s"] + steps * tune["hop_s"] + wire / b
+
+
+def _hierarchical(s, n, nodes, system, transport, proto, bw_intra, gpp=1):
     """Reduce-scatter inside each NVLink domain, all_reduce of each rank's shard
     between domains over its own NIC, all-gather inside the domain, pipelined
     chunk by chunk as NCCL does: the latencies add up, and the bandwidth time is
@@ -543,8 +627,10 @@ def _hierarchical(s, n, nodes, system, transport, proto, bw_intra):
     def parts(collective, size, ranks, bw):
         if ranks <= 1:
             return 0.0, 0.0
-        t = _single_time(collective, size, ranks, system, transport, "ring", proto, bw)
-        lat = _single_time(collective, one, ranks, system, transport, "ring", proto, bw)
+        t = _single_time(collective, size, ranks, system, transport, "ring", proto, bw,
+                         g=gpp)
+        lat = _single_time(collective, one, ranks, system, transport, "ring", proto, bw,
+                           g=gpp)
         return lat, t - lat
     bw_nic = fabric_bandwidth(system, transport, scope="inter").bytes_per_s
     lat_rs, bw_rs = parts("reduce_scatter", s, g, bw_intra)
@@ -577,7 +663,7 @@ def _uneven_mesh(system, n, transport, nodes):
     return len(counts) > 1
 
 
-def _mesh_alltoall(s, n, system):
+def _mesh_alltoall(s, n, system, gpp=1):
     """alltoall on a mesh with uneven peer links: every rank sends S/n to each
     peer at once, over that pair's NVLink links, or (no NVLink) through host
     memory over its PCIe link, which all such peers share. The slowest rank and
@@ -597,7 +683,7 @@ def _mesh_alltoall(s, n, system):
         t_host = off * chunk / (host * e_host)
         worst = np.maximum(worst, np.maximum(t_nv, t_host))
     proto = _protocol(system, "p2p", "Simple")
-    host = _const(system, "transports/p2p/collectives/alltoall/launch_s")
+    host = _host_time(system, "p2p", "alltoall", s, gpp)
     return np.maximum(host, proto["base_latency_s"] + proto["hop_latency_s"] + worst)
 
 
@@ -614,7 +700,7 @@ def _gpu_latency(system, transport, collective, n, algorithm, protocol):
 
 
 def calibrate(collective, message_bytes, times, n_ranks, system, *, transport="p2p",
-              fill=None, fill_bytes=None):
+              fill=None, fill_bytes=None, gpus_per_process=None):
     r"""Derive a collective's launch cost and efficiency from a measured sweep.
 
     Parameters
@@ -631,6 +717,9 @@ def calibrate(collective, message_bytes, times, n_ranks, system, *, transport="p
     transport : {"p2p", "shm"}
     fill, fill_bytes : float, optional
         Pipeline-fill parameters; default: the model's current values.
+    gpus_per_process : int, optional
+        GPUs each process of the measurement drove (default: all ranks of a node,
+        nccl-tests ``-g N``).
 
     Returns
     -------
@@ -640,8 +729,10 @@ def calibrate(collective, message_bytes, times, n_ranks, system, *, transport="p
 
     Notes
     -----
-    ``launch_s`` is the host's time per call: the median time of the sizes up to
-    4 KiB, where back-to-back calls wait for the host, not the GPUs.
+    ``launch_s`` is the host's time per call with one GPU per process: the
+    median time of the sizes up to 4 KiB, where back-to-back calls wait for the
+    host, not the GPUs, less ``launch_gpu_s`` for each further GPU the
+    measuring process drove.
     ``efficiency`` solves the model with the Simple protocol (its GPU latency plus
     the wire bytes over the achieved rate) for every size from 64 MiB and takes
     the geometric middle of the lowest and highest value, which halves the worst
@@ -665,11 +756,13 @@ def calibrate(collective, message_bytes, times, n_ranks, system, *, transport="p
     sf = sf0 if fill_bytes is None \
         else as_number("fill_bytes", fill_bytes, low=0, allow_array=False)
     algo = "direct" if collective in ("alltoall", "sendrecv") else "ring"
-    launch = float(np.median(t[small]))      # the host's time per call (the floor)
+    g = _gpus_per_process(gpus_per_process, n, system)
+    launch = float(np.median(t[small])) \
+        - (g - 1) * _const(system, f"transports/{transport}/launch_gpu_s")
     wire = wire_factor(collective, n, algo) * s[big]
     gpu = _gpu_latency(system, transport, collective, n, algo, "Simple")
     line = fabric_bandwidth(system, transport).bytes_per_s
     # t = gpu + (wire + fill(wire)) / (line e)  ->  e, for every size >= 64 MiB
     e = (wire + _fill_bytes(wire, f, sf)) / (line * np.maximum(t[big] - gpu, 1e-12))
     eff = float(np.sqrt(e.min() * e.max()))
-    return {"launch_s": launch, "efficiency": min(eff, 1.0)}
+    return {"launch_s": max(launch, 0.0), "efficiency": min(eff, 1.0)}

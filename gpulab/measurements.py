@@ -30,7 +30,7 @@ import numpy as np
 from . import specs, units
 
 __all__ = ["CopyRun", "copy_bandwidth", "raw_capture", "parse_nvlink_status",
-           "NVLinkStatusParseError", "PooledSweep", "FIT_RUNS", "HOLDOUT_RUNS",
+           "NVLinkStatusParseError", "PooledSweep", "FIT_RUNS", "HOLDOUT_RUNS", "PROCS_RUNS",
            "collective_run", "pool_runs"]
 
 
@@ -185,6 +185,15 @@ HOLDOUT_RUNS = {
 }
 
 
+#: One process per GPU (``nccl_sweep -P 1``, like nccl-tests under MPI) on 2x H200:
+#: the host's time per call without the second GPU's launches.
+PROCS_RUNS = {
+    "p2p": tuple(("h200-x2-2026-11-30-procs", f"procs_r{r}.csv") for r in range(1, 7))
+    + (("h200-x2-2026-11-30-procs", "procs_full.csv"),),
+    "shm": tuple(("h200-x2-2026-11-30-procs", f"procs_shm_r{r}.csv") for r in range(1, 7)),
+}
+
+
 def collective_run(run, filename):
     """One recorded C++ collective sweep: ``{collective: {size_bytes: time_s}}``."""
     out = {}
@@ -209,7 +218,7 @@ class PooledSweep:
     size_bytes : np.ndarray
         nccl-tests' size. [B]
     lo, hi : np.ndarray
-        10th and 90th percentile of the runs' times. [s]
+        10th and 90th percentile of the runs' times, transients left out. [s]
     center : np.ndarray
         ``2 lo hi / (lo + hi)``: the one time whose worst relative error against
         ``lo`` and ``hi`` is smallest (``lo (1 + d) = hi (1 - d)``). [s]
@@ -240,7 +249,10 @@ def pool_runs(runs):
     -----
     The host's time per call on our 2x H200 machines is bimodal from run to run
     (about 13 us or about 20 us, at every size up to ~1 MiB), so neither one run nor
-    a median of a few is a fair target for one model curve; ``center`` is.
+    a median of a few is a fair target for one model curve; ``center`` is. Times
+    above twice the median of the runs at that size are transients (a hiccup of
+    the shared machine, 4-7x the usual time), not a mode: ``lo``, ``hi`` and
+    ``center`` leave them out; ``times`` keeps them.
     """
     why = "runs must be a non-empty sequence of (run, filename) pairs of recorded sweeps"
     if isinstance(runs, (str, bytes)) or not hasattr(runs, "__iter__"):
@@ -258,7 +270,8 @@ def pool_runs(runs):
         sizes = np.array(sorted({s for d in data for s in d.get(coll, {})}), dtype=float)
         times = np.array([[d.get(coll, {}).get(int(s), np.nan) for s in sizes]
                           for d in data])
-        lo, hi = np.nanpercentile(times, [10, 90], axis=0)
-        out[coll] = PooledSweep(coll, sizes, lo, hi, 2 * lo * hi / (lo + hi),
-                                np.nanmedian(times, axis=0), times)
+        med = np.nanmedian(times, axis=0)
+        kept = np.where(times > 2 * med, np.nan, times)     # transients, not modes
+        lo, hi = np.nanpercentile(kept, [10, 90], axis=0)
+        out[coll] = PooledSweep(coll, sizes, lo, hi, 2 * lo * hi / (lo + hi), med, times)
     return out

@@ -9,7 +9,8 @@ one training step take, and which layout is fastest among those that fit?
   stages, activations per Korthikanti et al. 2022) and :func:`inference_memory`
   (weights and KV cache);
 * communication per step: :func:`step_communication`, every collective timed with
-  :func:`gpulab.collectives.collective_time` on the chosen system and placement;
+  :func:`gpulab.collectives.collective_time` on the chosen system and placement
+  (one process per GPU, as torchrun launches training);
 * compute: :func:`flops_per_step` (Narayanan et al. 2021) at an assumed MFU;
 * the pipeline bubble: :func:`bubble_fraction`;
 * step time and throughput: :func:`step_time`; the chooser: :func:`rank_layouts`;
@@ -437,7 +438,7 @@ def _group_system(system, n, stride):
 @functools.lru_cache(maxsize=65536)
 def _ctime(collective, message_bytes, n, system, nvls):
     return float(collectives.collective_time(collective, message_bytes, n, system,
-                                             nvls=nvls))
+                                             nvls=nvls, gpus_per_process=1))
 
 
 def _coll(collective, message_bytes, n, stride, system, nvls):

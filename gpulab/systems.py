@@ -452,7 +452,8 @@ class _Reader:
 _TOP = ("description", "gpu", "gpu_variant", "n_gpus", "gpus_per_node", "nvlink",
         "pcie", "host_copy", "p2p", "network", "source", "accessed",
         "collective_model")
-_CM_COLLECTIVE_KEYS = ("launch_s", "efficiency", "efficiency_8", "fill", "fill_bytes")
+_CM_COLLECTIVE_KEYS = ("launch_s", "efficiency", "efficiency_8", "fill", "fill_bytes",
+                       "launch_gpu_s", "gpu_latency_s")
 _CM_PROTOCOL_KEYS = ("base_latency_s", "hop_latency_s", "bandwidth")
 _NVLINK_KEYS = ("generation", "links_per_gpu", "fabric", "nvls", "domain_gpus",
                 "peer_links", "switch_chips")
@@ -552,9 +553,9 @@ def _collective_model(r):
         for t in ("p2p", "shm"):
             if t not in tr.value:
                 continue
-            tt = tr.sub(t, ("fill", "fill_bytes", "collectives"),
-                        optional=("fill", "fill_bytes", "collectives"))
-            d = {k: tt.number(k, 0) for k in ("fill", "fill_bytes") if k in tt.value}
+            keys = ("fill", "fill_bytes", "launch_gpu_s", "channel_s")
+            tt = tr.sub(t, keys + ("collectives",), optional=keys + ("collectives",))
+            d = {k: tt.number(k, 0) for k in keys if k in tt.value}
             if "collectives" in tt.value:
                 from .collectives import COLLECTIVES    # late: imports this module
                 cs = tt.sub("collectives", COLLECTIVES, optional=COLLECTIVES)

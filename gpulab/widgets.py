@@ -1303,7 +1303,8 @@ def bucket_allreduce_time(gradient_bytes, bucket_bytes, n_ranks, system,
     ``floor(G / b)`` full buckets of ``b`` bytes and one last bucket of the
     remainder (``ceil(G / b)`` calls in all); a bucket larger than the gradient
     is one call of ``G``. Calls run one after another (no overlap with compute);
-    each call's time is :func:`gpulab.collectives.predict` for ``all_reduce``.
+    each call's time is :func:`gpulab.collectives.predict` for ``all_reduce``
+    with one process per GPU, as data-parallel training runs (torchrun).
 
     Parameters
     ----------
@@ -1339,7 +1340,7 @@ def bucket_allreduce_time(gradient_bytes, bucket_bytes, n_ranks, system,
     rem = g - n_full * b
     sizes = np.concatenate([b, np.where(rem > 0, rem, b)])
     p = collectives.predict("all_reduce", sizes, n_ranks, system,
-                            transport=transport)
+                            transport=transport, gpus_per_process=1)
     t = np.asarray(p.time, dtype=float)
     total = n_full * t[:b.size] + np.where(rem > 0, t[b.size:], 0.0)
     return total, np.ceil(g / b).astype(int)
@@ -1389,7 +1390,7 @@ class _BucketExplorer(_Explorer):
         g, b = c["gradient_bytes"].value, c["bucket_bytes"].value
         grid = np.asarray(BUCKET_GRID)
         total, nb = bucket_allreduce_time(g, np.append(grid, float(b)), n, name)
-        one = collectives.predict("all_reduce", g, n, name)
+        one = collectives.predict("all_reduce", g, n, name, gpus_per_process=1)
         t1, tb, k = float(one.time[0]), float(total[-1]), int(nb[-1])
         factor = collectives.busbw_factor("all_reduce", n)
         eff = g / tb * factor
