@@ -272,13 +272,16 @@ def _collective_table(args, out, system, n, transport, sizes, pred):
             " per GPU")
     factor = collectives.busbw_factor(coll, n)
     per_rank = coll in _PER_RANK_COUNT
+    gpp = args.gpus_per_process or min(n, system.gpus_per_node)
+    gpp_how = (f"nccl-tests -g {gpp}" if gpp > 1 else "nccl-tests under MPI, -g 1") + \
+        ("" if args.gpus_per_process else "; --gpus-per-process changes it")
     out.write(
         f"# gpulab predict: {coll}, {system.name}, nranks {n}, transport {transport} "
         f"({via}), model: NCCL-like (see gpulab.collectives)\n"
         f"# {system.n_gpus}x {system.gpu}; line rate per GPU {line}{net}; algorithm "
         f"{args.algorithm or 'auto'}, protocol {args.protocol or 'auto'}, NVLS "
         f"{'allowed' if _nvls_enabled(args.nvls) else 'off'} (--nvls "
-        f"{args.nvls or 'auto'})\n"
+        f"{args.nvls or 'auto'}); {gpp} GPU(s) per process ({gpp_how})\n"
         "# Predicted, not measured: nccl-tests' out-of-place columns; #wrong is N/A "
         "(nothing validated)\n"
         f"# algbw = size / time, busbw = algbw x {factor:g} (nccl-tests factor for "

@@ -233,6 +233,20 @@ def test_system_from_yaml_file(tmp_path):
     assert rows[0]["time_us"] == pytest.approx(p.time[0] * 1e6, abs=5e-4)
 
 
+def test_gpus_per_process_changes_only_the_host_time():
+    """-g 8 (the default for 8 ranks) against one process per GPU: small messages
+    pay eight launches from one thread, large ones the same bandwidth."""
+    def times(*extra):
+        return {r["size_bytes"]: r["time_us"] for r in json.loads(run(
+            "--collective", "all_reduce", *BASE, "-b", "8", "-e", "8G", "-f", "1024",
+            "--format", "json", *extra))}
+    g8, g1 = times(), times("--gpus-per-process", "1")
+    assert g8[8] > 2 * g1[8]
+    assert g8[2**33] == pytest.approx(g1[2**33], rel=1e-3)
+    head = run("--collective", "all_reduce", *BASE, "-b", "8", "-e", "8").splitlines()[1]
+    assert "8 GPU(s) per process (nccl-tests -g 8" in head
+
+
 # --- bad arguments --------------------------------------------------------------------------
 BASE = ["--system", "hgx-h200"]
 
@@ -288,6 +302,14 @@ BASE = ["--system", "hgx-h200"]
     (BASE, "give --copy {h2d,d2h,p2p} or --collective {all_reduce,"),
     (["--collective", "all_reduce", *BASE, "--format", "xml"],
      "argument --format: invalid choice"),
+    (["--collective", "all_reduce", *BASE, "--gpus-per-process", "0"],
+     "argument --gpus-per-process: invalid gpus-per-process '0'"),
+    (["--collective", "all_reduce", *BASE, "--gpus-per-process", "3"],
+     "argument --gpus-per-process: gpus_per_process must divide n_ranks (8)"),
+    (["--collective", "all_reduce", *BASE, "--ranks", "2", "--gpus-per-process", "4"],
+     "argument --gpus-per-process: gpus_per_process must be an integer in [1, 2]"),
+    (["--copy", "p2p", *BASE, "--gpus-per-process", "1"],
+     "argument --gpus-per-process: applies to --collective only"),
 ])
 def test_bad_arguments(capsys, argv, needle):
     err = run_error(capsys, *argv)
