@@ -607,11 +607,15 @@ def _nccl_estimate(collective, s, n, system, transport, algorithm, protocol, bw,
     tune = model_constant(f"nccl_tuning/{transport}").get(protocol)
     if tune is None:
         return np.full(np.shape(s), np.inf)
-    steps = ring_steps(collective, n, "ring" if algorithm == "hierarchical" else algorithm,
-                       nodes)
-    b = bw * _efficiency(transport, collective, n, system) * tune["bandwidth"]
-    wire = wire_factor(collective, n, "ring" if algorithm == "hierarchical"
-                       else algorithm) * np.asarray(s, dtype=float)
+    algo = "ring" if algorithm == "hierarchical" else algorithm
+    steps = ring_steps(collective, n, algo, nodes)
+    # one bandwidth per transport (NCCL's own busBw: its Simple rate over the line
+    # rate), and all_gather / reduce_scatter charged all_reduce's bytes: that is
+    # what NCCL's logged choices on 2x H200 follow (its printed all_gather rate,
+    # twice all_reduce's, would put the switch a factor 2 too late)
+    b = bw * model_constant(f"nccl_tuning/{transport}/efficiency") * tune["bandwidth"]
+    wire = wire_factor("all_reduce" if collective in ("all_gather", "reduce_scatter")
+                       else collective, n, algo) * np.asarray(s, dtype=float)
     return tune["latency_s"] + steps * tune["hop_s"] + wire / b
 
 
