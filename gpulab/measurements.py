@@ -31,6 +31,7 @@ from . import specs, units
 
 __all__ = ["CopyRun", "copy_bandwidth", "raw_capture", "parse_nvlink_status",
            "NVLinkStatusParseError", "PooledSweep", "FIT_RUNS", "HOLDOUT_RUNS", "PROCS_RUNS",
+           "CHECK_RUNS",
            "collective_run", "pool_runs"]
 
 
@@ -192,6 +193,16 @@ PROCS_RUNS = {
     + (("h200-x2-2026-11-30-procs", "procs_full.csv"),),
     "shm": tuple(("h200-x2-2026-11-30-procs", f"procs_shm_r{r}.csv") for r in range(1, 7)),
 }
+
+
+#: A second independent check, recorded after the model's last fit on another freshly
+#: started 2x H200 machine: three full sweeps each per transport and process layout,
+#: keyed by (transport, GPUs per process).
+CHECK_RUNS = {
+    (tr, g): tuple(("h200-x2-2026-11-30-validate2",
+                    f"{'g2' if g == 2 else 'procs'}{'_shm' if tr == 'shm' else ''}_r{r}.csv")
+                   for r in (1, 2, 3))
+    for tr in ("p2p", "shm") for g in (2, 1)}
 
 
 def collective_run(run, filename):
