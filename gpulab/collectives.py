@@ -512,7 +512,10 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
     L_p, pi_p, e_c, h_c, h_g, h_k,     our C++ NCCL sweeps on 2x H200, NVLS off
     fill                               (benchmarks/fit_nccl_model.py)
     S_k, k_max                         NCCL's logged channels on 2x H200
-    8-GPU e_c, LL hop, NVLS constants  public 8x H200 nccl-tests (ml-engineering)
+    protocol choice (nccl_tuning)      NCCL's tuning table on 2x H200 (ours)
+    8-GPU LL time (bound)              public 8x H20 nccl-tests (DeepEP#303)
+    8-GPU e_c, NVLS constants          public 8x H200 sweep (ml-engineering; a
+                                       PyTorch benchmark: used from 64 MiB)
     NVLS algbw = 0.61 x line rate      NVIDIA/nccl#1455 (8x H100: ~480 busbw)
     =================================  ==============================================
 
