@@ -864,7 +864,7 @@ def explorers():
 
 # --- Chapter 4: in-network reduction (collective explorer) ------------------------------
 # (section owned by the Chapter 4 author)
-__all__ += ["collective_explorer", "COLLECTIVE_SIZES"]
+__all__ += ["collective_explorer", "COLLECTIVE_SIZES", "COLLECTIVE_LAUNCH"]
 
 #: Message sizes of the collective explorer: powers of two, 8 B to 16 GiB. [B]
 COLLECTIVE_SIZES = tuple(2 ** k for k in range(3, 35))
@@ -932,9 +932,14 @@ class _BlitPNGView(_PNGView):
         self.image.value = buf.getvalue()
 
 
+#: Launch options of the collective explorer: who issues the calls.
+COLLECTIVE_LAUNCH = (("one process for a node's GPUs (nccl-tests -g N)", "node"),
+                     ("one process per GPU (MPI, torchrun)", "gpu"))
+
+
 class _CollectiveExplorer(_Explorer):
     def __init__(self, message_bytes, n_ranks, system, collective, algorithm,
-                 transport, metric):
+                 transport, metric, launch):
         import numpy as np
 
         from . import collectives, systems
@@ -964,6 +969,9 @@ class _CollectiveExplorer(_Explorer):
                                                ("time", "time")],
                                       value=metric, description="Plot",
                                       style=style),
+            "launch": W.Dropdown(options=COLLECTIVE_LAUNCH, value=launch,
+                                 description="Launch", style=style,
+                                 layout=W.Layout(width="420px")),
         }
         self.sizes = np.array(COLLECTIVE_SIZES, dtype=float)
         self.prediction = None
@@ -975,7 +983,7 @@ class _CollectiveExplorer(_Explorer):
     def _rows(self):
         c = self.controls
         return [(c["message_bytes"], c["n_ranks"]), (c["system"], c["collective"]),
-                (c["algorithm"], c["transport"]), (c["metric"],)]
+                (c["algorithm"], c["transport"]), (c["metric"],), (c["launch"],)]
 
     def _on_system(self, change):
         from . import systems
@@ -1005,7 +1013,8 @@ class _CollectiveExplorer(_Explorer):
         try:
             pred = collectives.predict(
                 c["collective"].value, self.sizes, n, system,
-                transport=transport, algorithm=c["algorithm"].value)
+                transport=transport, algorithm=c["algorithm"].value,
+                gpus_per_process=1 if c["launch"].value == "gpu" else None)
             line = collectives.fabric_bandwidth(system, transport)
         except ValueError:
             self.summary.value = ""
@@ -1027,6 +1036,9 @@ class _CollectiveExplorer(_Explorer):
             f"NCCL's choice in the model: <b>{pred.algorithm[i]}</b> with the "
             f"<b>{pred.protocol[i]}</b> protocol. Line rate per GPU: "
             f"{line.gb_per_s:.0f} GB/s per direction.",
+            "Calls issued by one process per GPU." if c["launch"].value == "gpu" else
+            "Calls issued by one process for all GPUs of a node: small messages "
+            "pay every GPU's launch.",
         ]
         if busbw > line.bytes_per_s:
             lines.append("busbw above the line rate: the switch does the "
@@ -1037,13 +1049,14 @@ class _CollectiveExplorer(_Explorer):
 
 def collective_explorer(message_bytes=64 * units.MiB, n_ranks=8, system="hgx-h200",
                         collective="all_reduce", algorithm="auto", transport="p2p",
-                        *, metric="busbw"):
+                        *, metric="busbw", launch="node"):
     """Predicted nccl-tests curve of one collective: size x GPUs x algorithm.
 
     Controls: message size (powers of two, 8 B-16 GiB), GPUs (2 up to the
     system's), system preset, collective, algorithm (``auto`` = NCCL's choice
-    in the model), transport (``p2p`` or ``shm``) and what to plot (busbw or
-    time per call). Calls :func:`gpulab.collectives.predict` over
+    in the model), transport (``p2p`` or ``shm``), what to plot (busbw or
+    time per call) and who launches the calls (``node``: one process for the
+    GPUs of a node, as nccl-tests ``-g N``; ``gpu``: one process per GPU). Calls :func:`gpulab.collectives.predict` over
     :data:`COLLECTIVE_SIZES` (bytes, SI) and
     :func:`gpulab.plotting.plot_collective_prediction`; the summary gives
     time, algbw, busbw and the chosen algorithm and protocol at the marked
@@ -1067,12 +1080,13 @@ def collective_explorer(message_bytes=64 * units.MiB, n_ranks=8, system="hgx-h20
             ("collective", collective, collectives.COLLECTIVES),
             ("algorithm", algorithm, ("auto",) + collectives.ALGORITHMS),
             ("transport", transport, collectives.TRANSPORTS),
-            ("metric", metric, ("busbw", "time"))):
+            ("metric", metric, ("busbw", "time")),
+            ("launch", launch, tuple(v for _, v in COLLECTIVE_LAUNCH))):
         if value not in choices:
             raise ValueError(f"{name} must be one of {', '.join(choices)}; "
                              f"got {value!r}")
     return _CollectiveExplorer(int(message_bytes), n_ranks, system, collective,
-                               algorithm, transport, metric)
+                               algorithm, transport, metric, launch)
 
 
 # --- Chapter 5: NVSwitch and scaling out (fabric explorer) ------------------------------

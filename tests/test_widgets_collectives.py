@@ -71,6 +71,7 @@ def test_registered_factory_without_required_arguments():
     ({"algorithm": "butterfly"}, "algorithm"),
     ({"transport": "tcp"}, "transport"),
     ({"metric": "algbw"}, "metric"),
+    ({"launch": "mpi"}, "launch"),
 ])
 def test_factory_refuses_bad_arguments(kw, param):
     with pytest.raises(ValueError, match=param):
@@ -351,3 +352,18 @@ def test_comparison_draws_points_and_lines_in_one_colour():
 def test_comparison_refuses_bad_input(kw, param):
     with pytest.raises(ValueError, match=param):
         plotting.plot_collective_comparison(**kw)
+
+
+def test_launch_changes_small_messages_only():
+    """One process for all 8 GPUs pays eight launches per call: small messages get
+    slower, large ones do not, and the figure and summary follow."""
+    w = widgets.collective_explorer(message_bytes=8, metric="time")
+    node = w.prediction.time.copy()
+    png = _png(w)
+    w.controls["launch"].value = "gpu"
+    gpu = w.prediction.time
+    assert node[0] > 2 * gpu[0]
+    assert node[-1] == pytest.approx(gpu[-1], rel=1e-3)
+    assert _png(w) != png and "one process per GPU" in w.summary.value
+    want = collectives.predict("all_reduce", w.sizes, 8, "hgx-h200", gpus_per_process=1)
+    np.testing.assert_allclose(gpu, want.time)
