@@ -27,12 +27,15 @@ from .cli_compare import _positive_int, _read_sweeps, band_summary
 __all__ = ["fit_sweeps", "system_yaml", "register"]
 
 
-def fit_sweeps(sweeps, system, transport="p2p", n_ranks=None):
+def fit_sweeps(sweeps, system, transport="p2p", n_ranks=None, gpus_per_process=None):
     """Calibrate each ``(collective, sweep)`` pair; returns ``{collective: entry}``.
 
-    ``entry`` holds ``launch_s``, ``efficiency``, the ranks and the sweep's sizes
-    (for the residuals). A collective measured in several files is fitted on
-    the per-size median of their times.
+    ``entry`` holds ``launch_s``, ``efficiency``, the ranks, the GPUs per process
+    and the sweep's sizes (for the residuals). A collective measured in several
+    files is fitted on the per-size median of their times. GPUs per process:
+    ``gpus_per_process`` if given, else the nccl-tests header's ``nGpus``, else
+    every rank of a node (nccl-tests ``-g N``); a gpulab.bench (torchrun) run has
+    one process per GPU.
     """
     system = systems.resolve(system)
     by_coll = {}
@@ -41,18 +44,23 @@ def fit_sweeps(sweeps, system, transport="p2p", n_ranks=None):
         if n is None:
             raise ValueError(f"n_ranks: {sw.source} does not say how many ranks ran")
         keep = (sw.size_bytes > 0) & np.isfinite(sw.time_s)
-        by_coll.setdefault((coll, n), []).append(
+        g = gpus_per_process
+        if g is None and str(sw.config.get("nGpus", "")).isdigit():
+            g = int(sw.config["nGpus"])
+        by_coll.setdefault((coll, n, g), []).append(
             dict(zip(sw.size_bytes[keep].astype(float), sw.time_s[keep])))
     out = {}
-    for (coll, n), tables in by_coll.items():
+    for (coll, n, g), tables in by_coll.items():
         sizes = sorted(set().union(*tables))
         times = [float(np.median([t[s] for t in tables if s in t])) for s in sizes]
         if coll in out:
-            raise ValueError(f"{coll} measured with different rank counts; fit one "
-                             "rank count at a time (--ranks)")
-        got = collectives.calibrate(coll, sizes, times, n, system, transport=transport)
-        out[coll] = {**got, "n_ranks": n, "sizes": np.array(sizes),
-                     "times": np.array(times)}
+            raise ValueError(f"{coll} measured with different rank counts or GPUs per "
+                             "process; fit one kind of run at a time (--ranks, "
+                             "--gpus-per-process)")
+        got = collectives.calibrate(coll, sizes, times, n, system, transport=transport,
+                                    gpus_per_process=g)
+        out[coll] = {**got, "n_ranks": n, "gpus_per_process": g,
+                     "sizes": np.array(sizes), "times": np.array(times)}
     return out
 
 
@@ -110,7 +118,8 @@ def _cmd_fit(args, out):
     if not pairs:
         parser.error("argument FILE: no sweep to fit")
     try:
-        fits = fit_sweeps(pairs, args.system, transport, args.ranks)
+        fits = fit_sweeps(pairs, args.system, transport, args.ranks,
+                          args.gpus_per_process)
     except ValueError as exc:
         parser.error(str(exc))
     name = args.name or os.path.splitext(os.path.basename(args.output))[0]
@@ -122,7 +131,8 @@ def _cmd_fit(args, out):
     for coll, f in fits.items():
         for label, sysm in (("before", systems.get(args.system)), ("after", fitted)):
             pred = collectives.predict(coll, f["sizes"], f["n_ranks"], sysm,
-                                       transport=transport, nvls=False)
+                                       transport=transport, nvls=False,
+                                       gpus_per_process=f["gpus_per_process"])
             err = (pred.time / f["times"] - 1) * 100
             for band in band_summary([{"size_bytes": int(s), "time_err_pct": float(e)}
                                       for s, e in zip(f["sizes"], err)]):
@@ -160,6 +170,10 @@ def register(sub, fmt):
     s.add_argument("--ranks", type=_positive_int, metavar="N",
                    help="ranks of the run (default: from the file)")
     s.add_argument("--collective", metavar="NAME", help="fit only this collective")
+    s.add_argument("--gpus-per-process", type=_positive_int, metavar="G",
+                   help="GPUs each process of the run drove (default: nccl-tests' "
+                        "nGpus header, else all ranks of a node; give 1 for MPI or "
+                        "gpulab.bench runs)")
     s.add_argument("--format", **fmt)
     s.set_defaults(func=_cmd_fit, _fit_parser=s)
 

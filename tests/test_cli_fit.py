@@ -104,3 +104,28 @@ def test_fit_needs_small_and_large_sizes(tmp_path, capsys):
                  str(tmp_path / "x.yaml"))
     assert rc == 2 and "message_bytes" in capsys.readouterr().err
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_fit_one_process_per_gpu(tmp_path):
+    """A run with one process per GPU: --gpus-per-process 1 takes its floor as
+    launch_s; read as nccl-tests -g 2 the same floor would lose the second GPU's
+    launches, and predictions for one process per GPU come back out as measured."""
+    src = RAW / "h200-x2-2026-11-30-pooled" / "p2p_procs_center.csv"
+    out = tmp_path / "procs.yaml"
+    rc, text = _run("fit", str(src), "--system", "h200-x2-measured", "-o", str(out),
+                    "--collective", "sendrecv", "--gpus-per-process", "1",
+                    "--format", "json")
+    assert rc == 0, text
+    doc = yaml.safe_load(out.read_text())["systems"]["procs"]
+    got = doc["collective_model"]["transports"]["p2p"]["collectives"]["sendrecv"]
+    sw = nccltests.parse(src.read_text(), collective="sendrecv")
+    floor = float(np.median(sw.time_s[sw.size_bytes <= 4096]))
+    assert got["launch_s"] == pytest.approx(floor, rel=1e-4)
+    rc2, _ = _run("fit", str(src), "--system", "h200-x2-measured", "-o",
+                  str(tmp_path / "g2.yaml"), "--collective", "sendrecv")
+    doc2 = yaml.safe_load((tmp_path / "g2.yaml").read_text())["systems"]["g2"]
+    got2 = doc2["collective_model"]["transports"]["p2p"]["collectives"]["sendrecv"]
+    assert rc2 == 0 and got2["launch_s"] < got["launch_s"]
+    rc3, _ = _run("fit", str(src), "--system", "h200-x2-measured", "-o",
+                  str(tmp_path / "bad.yaml"), "--gpus-per-process", "0")
+    assert rc3 == 2
