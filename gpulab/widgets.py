@@ -932,6 +932,20 @@ class _BlitPNGView(_PNGView):
         self.image.value = buf.getvalue()
 
 
+def _set_ranks(explorer, n_gpus, value):
+    """Re-bound ``explorer``'s ranks slider to ``n_gpus`` and set it to ``value``
+    without triggering an update per change (the caller updates once)."""
+    slider = explorer.controls["n_ranks"]
+    explorer._hold = True
+    try:
+        if slider.max < n_gpus:
+            slider.max = n_gpus
+        slider.value = value
+        slider.max = n_gpus
+    finally:
+        explorer._hold = False
+
+
 #: Launch options of the collective explorer: who issues the calls.
 COLLECTIVE_LAUNCH = (("one process for a node's GPUs (nccl-tests -g N)", "node"),
                      ("one process per GPU (MPI, torchrun)", "gpu"))
@@ -988,15 +1002,8 @@ class _CollectiveExplorer(_Explorer):
     def _on_system(self, change):
         from . import systems
 
-        n = self.controls["n_ranks"]
-        self._hold = True
-        try:                               # the GPU slider follows the system
-            n_max = max(2, systems.get(change["new"]).n_gpus)
-            if n.value > n_max:
-                n.value = n_max
-            n.max = n_max
-        finally:
-            self._hold = False
+        n_max = max(2, systems.get(change["new"]).n_gpus)   # the GPU slider follows
+        _set_ranks(self, n_max, min(self.controls["n_ranks"].value, n_max))
         self.update()
 
     def _on_change(self, change=None):
@@ -1133,20 +1140,6 @@ def _system_ranks_controls(system, n_ranks, ranks_label, style):
             "n_ranks": W.IntSlider(value=n_ranks, min=2,
                                    max=systems.get(system).n_gpus,
                                    description=ranks_label, style=style)}
-
-
-def _set_ranks(explorer, n_gpus, value):
-    """Re-bound ``explorer``'s ranks slider to ``n_gpus`` and set it to ``value``
-    without triggering an update per change (the caller updates once)."""
-    slider = explorer.controls["n_ranks"]
-    explorer._hold = True
-    try:
-        if slider.max < n_gpus:
-            slider.max = n_gpus
-        slider.value = value
-        slider.max = n_gpus
-    finally:
-        explorer._hold = False
 
 
 class _FabricExplorer(_Explorer):
