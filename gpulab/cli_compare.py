@@ -200,7 +200,7 @@ def _plot(jobs, path, parser):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .plotting_measure import plot_compare
+    from .plotting import plot_compare
 
     fig, axes = plt.subplots(len(jobs), 1, figsize=(6.4, 3.2 * len(jobs)),
                              squeeze=False)

@@ -267,14 +267,19 @@ class Topology:
         return f"Topology({self.name!r}: {', '.join(parts)})"
 
 
-def _check_topo(topo):
+def check_topology(topo):
+    """Return ``topo`` if it is a :class:`Topology`, else raise ValueError naming ``topo``."""
     if not isinstance(topo, Topology):
         raise ValueError("topo must be a gpulab.topology.Topology (build one with "
                          f"layout_a(), parse_topo_matrix(), ...); got {topo!r}")
     return topo
 
 
-def _node(topo, name, param, kinds=None):
+def check_node(topo, name, param, kinds=None):
+    """Return ``name`` if it is a node of ``topo`` (of one of ``kinds``, e.g. ``("gpu",)``).
+
+    Raises ValueError naming the caller's parameter ``param`` otherwise.
+    """
     g = topo.graph
     if not isinstance(name, str) or name not in g:
         some = ", ".join(repr(n) for n in (topo.devices or list(g))[:4])
@@ -614,9 +619,9 @@ def _routes(topo, a, b):
 
 
 def _pair(topo, a, b, kinds=None):
-    _check_topo(topo)
-    _node(topo, a, "a", kinds)
-    _node(topo, b, "b", kinds)
+    check_topology(topo)
+    check_node(topo, a, "a", kinds)
+    check_node(topo, b, "b", kinds)
     return a, b
 
 
@@ -753,7 +758,7 @@ def concurrent_bandwidth(topo, transfers):
     >>> round(both[0].gb_per_s, 2), round(both[1].gb_per_s, 2)
     (63.02, 63.02)
     """
-    _check_topo(topo)
+    check_topology(topo)
     if isinstance(transfers, (str, bytes)) or not hasattr(transfers, "__iter__"):
         raise ValueError("transfers must be a sequence of (source, destination) "
                          f"pairs; got {transfers!r}")
@@ -1460,7 +1465,7 @@ def render_topo_matrix(topo):
     >>> render_topo_matrix(pcie_box(2, n_cpus=1)).splitlines()[1].split("\\t")
     ['GPU0', ' X ', 'PIX', 'N/A', '0', '', 'N/A']
     """
-    _check_topo(topo)
+    check_topology(topo)
     g = topo.graph
     devs = topo.devices
     if not topo.gpus:

@@ -48,7 +48,7 @@ class _PNGView:
         import matplotlib as mpl
 
         # "standard" bbox: a tight bbox would cost a second full draw per update
-        with mpl.rc_context({**plotting._STYLE, "savefig.bbox": "standard"}):
+        with mpl.rc_context({**plotting.STYLE, "savefig.bbox": "standard"}):
             draw(self.ax)          # plot_* functions update their artists in place
             buf = io.BytesIO()
             # fixed layout and fast zlib level: ~2x faster than constrained + default
@@ -725,7 +725,7 @@ class _TopologyExplorer(_Explorer):
             self._drawn[text] = self._drawn.pop(text)     # most recently used
             return self._drawn[text]
         t0 = time.perf_counter()
-        with mpl.rc_context(plotting._STYLE):
+        with mpl.rc_context(plotting.STYLE):
             fig = Figure(dpi=self.view.fig.dpi)
             FigureCanvasAgg(fig)
             ax = fig.add_subplot()
@@ -911,7 +911,7 @@ class _BlitPNGView(_PNGView):
         from PIL import Image
 
         canvas = self.fig.canvas
-        with mpl.rc_context({**plotting._STYLE, "savefig.bbox": "standard"}):
+        with mpl.rc_context({**plotting.STYLE, "savefig.bbox": "standard"}):
             draw(self.ax)
             # fixed label positions: no tick-label layout pass to place them
             self.ax.xaxis.set_label_coords(0.5, -0.115)
@@ -990,7 +990,7 @@ class _CollectiveExplorer(_Explorer):
         self.sizes = np.array(COLLECTIVE_SIZES, dtype=float)
         self.prediction = None
         super().__init__(controls, _BlitPNGView(
-            plotting._prediction_blit_parts, figsize=(6.4, 3.4)))
+            plotting.prediction_blit_parts, figsize=(6.4, 3.4)))
         controls["system"].observe(self._on_system, names="value")
         self.update()
 
@@ -1476,7 +1476,7 @@ class _TwoPanelView(_PNGView):
         import matplotlib as mpl
 
         self.fig.delaxes(self.ax)
-        with mpl.rc_context(plotting._STYLE):       # the book's look
+        with mpl.rc_context(plotting.STYLE):       # the book's look
             self.ax_memory, self.ax_step = self.fig.subplots(2, 1)
         self.ax = self.ax_memory
         self.fig.subplots_adjust(left=0.13, right=0.66, top=0.92, bottom=0.11,
@@ -1501,7 +1501,7 @@ class _TwoPanelView(_PNGView):
         from PIL import Image
 
         canvas = self.fig.canvas
-        with mpl.rc_context({**plotting._STYLE, "savefig.bbox": "standard"}):
+        with mpl.rc_context({**plotting.STYLE, "savefig.bbox": "standard"}):
             draw(self.ax)
             dynamic, key = self._dynamic()
             if dynamic is None:                       # pragma: no cover

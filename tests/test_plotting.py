@@ -111,6 +111,24 @@ CALLS.update({                                      # Chapter 9
         1.0, 1.3, tokens_per_step=1e6, price_fast=3.0, price_slow=2.0,
         n_gpus=8, project_tokens=1e11)},
 })
+
+
+def _compare_args():
+    from pathlib import Path
+
+    from gpulab import collectives, nccltests
+    sweep = nccltests.read_all(Path(__file__).parent / "data" / "nccltests"
+                               / "h100_2x8_all_reduce.txt")[0]
+    pred = collectives.predict("all_reduce", sweep.size_bytes[sweep.size_bytes > 0],
+                               n_ranks=8, system="dgx-h100")
+    return {"sweep": sweep, "prediction": pred}
+
+
+CALLS.update({
+    "plot_compare": _compare_args,
+    "plot_run_floors": lambda: {"floors": {"a": [13e-6, 14e-6], "b": [20e-6]},
+                                "model_s": 16e-6},
+})
 # Chapter 7: parallel strategies
 CALLS.update({
     "plot_memory_breakdown": lambda: {
@@ -372,7 +390,7 @@ def test_use_book_style_changes_rcparams_only_when_called():
         P.plot_growth()                           # plotting does not apply the style
         assert matplotlib.rcParams["axes.spines.top"] is True
         P.use_book_style()
-        for k, v in P._STYLE.items():
+        for k, v in P.STYLE.items():
             assert matplotlib.rcParams[k] == (list(v) if isinstance(v, tuple) else v), k
         assert matplotlib.rcParams["axes.grid"] is True
 
@@ -414,7 +432,7 @@ def test_bytes_axis_uses_binary_labels():
 
 
 def test_plot_run_floors_counts_every_run():
-    from gpulab.plotting_measure import plot_run_floors
+    from gpulab.plotting import plot_run_floors
     fast, slow = [13e-6] * 5, [20e-6] * 3
     ax = plot_run_floors({"a": fast, "b": slow}, model_s=16e-6)
     heights = [p.get_height() for p in ax.patches]
@@ -432,6 +450,6 @@ def test_plot_run_floors_counts_every_run():
     ({"floors": {"a": [1e-5]}, "bin_us": -1}, "bin_us"),
     ({"floors": {"a": [1e-5]}, "bin_us": "1"}, "bin_us")])
 def test_plot_run_floors_bad_input(kw, msg):
-    from gpulab.plotting_measure import plot_run_floors
+    from gpulab.plotting import plot_run_floors
     with pytest.raises(ValueError, match=msg):
         plot_run_floors(**kw)

@@ -221,7 +221,7 @@ def test_fast_redraw_matches_a_full_draw():
     fast = np.asarray(Image.open(io.BytesIO(_png(w))), dtype=int)
     import matplotlib as mpl
 
-    with mpl.rc_context({**plotting._STYLE, "savefig.bbox": "standard"}):
+    with mpl.rc_context({**plotting.STYLE, "savefig.bbox": "standard"}):
         buf = io.BytesIO()
         w.view.fig.savefig(buf, format="png", dpi=w.view.fig.dpi)
     full = np.asarray(Image.open(buf), dtype=int)
@@ -243,7 +243,7 @@ def test_steps_return_axes_and_draw_on_the_given_one(algorithm):
 @pytest.mark.parametrize("algorithm", plotting.STEP_ALGORITHMS)
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 8])
 def test_step_schedules_reduce_everything(algorithm, n):
-    sched = plotting._collective_schedule(algorithm, n)
+    sched = plotting.collectives._collective_schedule(algorithm, n)
     full = frozenset(range(n))
     assert all(c == frozenset([g]) for g, row in enumerate(sched[0][2])
                for c in row)

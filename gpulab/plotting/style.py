@@ -1,0 +1,150 @@
+"""House style of the course's figures: colours, rcParams, axes helpers and the
+artist cache that lets widgets redraw a figure in place.
+
+Every ``plot_*`` takes ``ax=None``, draws from gpulab models or data, returns the
+``Axes``, never calls ``plt.show()`` and sets no title.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import units
+from .._validate import check_choice
+
+
+#: One colour per kind of path, used in every figure of the book.
+COLORS = {
+    "nvlink": "#5a9e1b",     # green
+    "pcie": "#2f6db3",       # blue
+    "ib": "#d9822b",         # orange
+    "hbm": "#7b4fa0",        # purple
+    "compute": "#555555",    # grey
+    "comm": "#c0392b",       # red: exposed communication
+    "model": "#222222",
+    "accent": "#e0a100",
+}
+
+STYLE = {
+    "figure.figsize": (6.4, 3.6),
+    "figure.dpi": 100,
+    "savefig.dpi": 150,
+    "savefig.bbox": "tight",
+    "font.size": 10,
+    "axes.titlesize": 10,
+    "axes.labelsize": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "legend.frameon": False,
+    "legend.fontsize": 9,
+    "lines.linewidth": 1.8,
+    "svg.fonttype": "none",
+}
+
+
+def use_book_style(*, svg=True):
+    """Apply the course's matplotlib style (and SVG inline output in notebooks).
+
+    Call it once at the top of a chapter or lab; importing gpulab changes nothing.
+
+    Parameters
+    ----------
+    svg : bool, default True
+        In IPython/Jupyter, ask the inline backend for SVG figures (crisp in the
+        HTML book). Ignored outside IPython.
+    """
+    import matplotlib as mpl
+
+    mpl.rcParams.update(STYLE)
+    if svg:
+        try:
+            from IPython import get_ipython
+            from matplotlib_inline.backend_inline import set_matplotlib_formats
+        except ImportError:  # pragma: no cover - IPython always present in notebooks
+            return
+        if get_ipython() is not None:
+            set_matplotlib_formats("svg")
+
+
+def new_axes(ax=None, figsize=None):
+    """Return ``ax`` or a fresh Axes on a new pyplot figure."""
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def bytes_axis(axis, *, binary=True):
+    """Log-scale a byte axis (``ax.xaxis``) with binary-prefix tick labels."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    if axis is axis.axes.xaxis:
+        axis.axes.set_xscale("log", base=2)
+    else:
+        axis.axes.set_yscale("log", base=2)
+    axis.set_major_locator(LogLocator(base=4))
+    axis.set_major_formatter(FuncFormatter(
+        lambda v, _p: units.fmt_bytes(v, binary=binary) if v > 0 else ""))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _p: ""))
+    return axis
+
+
+def cached_artists(ax, kind, key):
+    """Artists of an earlier call of plot ``kind`` on ``ax`` with the same ``key``.
+
+    Widgets call the same ``plot_*`` on the same Axes at every update; updating
+    the existing artists in place is about twice as fast as clearing and redrawing.
+    """
+    st = getattr(ax, "_gpulab_state", None)
+    if not st or st["kind"] != kind or st["key"] != key:
+        return None
+    if st["sentinel"] not in ax.patches:      # the Axes was cleared since
+        return None
+    return st["artists"]
+
+
+def remember_artists(ax, kind, key, artists, sentinel):
+    ax._gpulab_state = {"kind": kind, "key": key, "artists": artists,
+                        "sentinel": sentinel}
+
+
+def sentinel_patch(ax):
+    """An invisible patch whose presence tells :func:`cached_artists` the Axes is intact."""
+    from matplotlib.patches import Rectangle
+
+    p = Rectangle((0, 0), 0, 0, visible=False)
+    ax.add_patch(p)
+    return p
+
+
+def check_rates(line_rates, name):
+    out = []
+    for item in line_rates or ():
+        if not (isinstance(item, tuple) and len(item) == 3):
+            raise ValueError(f"{name} must be (label, Bandwidth, kind) tuples; got "
+                             f"{item!r}")
+        label, bw, kind = item
+        if not isinstance(bw, units.Bandwidth):
+            raise ValueError(f"{name}: {label!r} needs a units.Bandwidth; got {bw!r}")
+        if bw.direction != units.PER_DIRECTION:
+            raise units.DirectionError(f"{name}: {label!r} must be per direction "
+                                       f"(busbw is); got {bw}")
+        check_choice("kind", kind, COLORS)
+        out.append((str(label), bw, kind))
+    return out
+
+
+def curve_arrays(name, label, x, y):
+    x = np.asarray(x, dtype=float).ravel()
+    y = np.asarray(y, dtype=float).ravel()
+    if x.size == 0 or x.shape != y.shape:
+        raise ValueError(f"{name}: {label!r} needs sizes and values of the same "
+                         f"non-zero length; got {x.size} and {y.size}")
+    if not (np.all(np.isfinite(x)) and np.all(x > 0) and np.all(np.isfinite(y))
+            and np.all(y >= 0)):
+        raise ValueError(f"{name}: {label!r} needs sizes > 0 [B] and finite "
+                         "values >= 0")
+    return x, y
