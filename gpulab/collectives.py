@@ -22,12 +22,10 @@ Examples
 """
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
-import yaml
 
 from . import links, pcie, specs, systems
 from ._validate import as_number, check_choice, check_int
@@ -130,13 +128,9 @@ PROTOCOLS = ("LL", "LL128", "Simple")
 TRANSPORTS = ("p2p", "shm")
 
 
-@functools.lru_cache(maxsize=None)
-def _model():
-    return yaml.safe_load(specs.read_data_text("nccl_model.yaml"))
-
-
 def model_constant(path):
-    """A constant of ``data/nccl_model.yaml`` by its slash path.
+    """A constant of ``data/nccl_model.yaml`` by its slash path
+    (:func:`gpulab.specs.assumption` of the ``"nccl"`` table).
 
     >>> model_constant("protocols/LL128/bandwidth")
     0.92
@@ -144,16 +138,10 @@ def model_constant(path):
     if not isinstance(path, str) or not path.strip("/"):
         raise ValueError(f"path must be a slash path such as 'protocols/LL/bandwidth'; "
                          f"got {path!r}")
-    path = path.strip("/").split("/")
-    node = _model()
-    for i, key in enumerate(path):
-        if not isinstance(node, dict) or key not in node:
-            where = "/".join(map(str, path[:i])) or "top level"
-            keys = sorted(node) if isinstance(node, dict) else []
-            raise ValueError(f"path must name a constant of nccl_model.yaml; {key!r} is "
-                             f"not under {where} (keys: {', '.join(map(str, keys))})")
-        node = node[key]
-    return node
+    try:
+        return specs.assumption("nccl", path)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("name must", "path must", 1)) from None
 
 
 def wire_factor(collective, n_ranks, algorithm="ring"):
@@ -207,13 +195,6 @@ def ring_steps(collective, n_ranks, algorithm="ring", nodes=1):
     return n - 1
 
 
-def _domain(system):
-    """GPUs reachable without the scale-out network: a node, or a whole NVLink
-    domain when it spans several nodes (an NVL72 rack)."""
-    nvl = int(getattr(system, "nvlink_domain", None) or 1)
-    return max(nvl, system.gpus_per_node)
-
-
 def _gpus_per_process(value, n, system):
     """GPUs one process drives: ``None`` -> every rank of a node in one process
     (nccl-tests ``-g N``); else 1 .. min(n, gpus_per_node), dividing ``n``."""
@@ -228,7 +209,27 @@ def _gpus_per_process(value, n, system):
 
 def _domains_used(system, n):
     """NVLink domains that ``n`` ranks span (ranks fill one domain after another)."""
-    return max(1, math.ceil(n / _domain(system)))
+    return max(1, math.ceil(n / system.scale_up_domain))
+
+
+def ranks_fit_domains(system, n_ranks):
+    """Whether the model can place ``n_ranks`` on ``system``.
+
+    Ranks fill one scale-up domain (:attr:`gpulab.systems.System.scale_up_domain`)
+    after another; beyond one domain the model assumes the same number of ranks in
+    every domain they span, so ``n_ranks`` must be a multiple of that count.
+
+    Examples
+    --------
+    >>> from gpulab import systems
+    >>> two = systems.get("hgx-h200-2node")
+    >>> ranks_fit_domains(two, 8), ranks_fit_domains(two, 16), ranks_fit_domains(two, 9)
+    (True, True, False)
+    """
+    system = systems.resolve(system)
+    n = check_int("n_ranks", n_ranks, low=1)
+    d = system.scale_up_domain
+    return n <= d or n % math.ceil(n / d) == 0
 
 
 def fabric_bandwidth(system, transport="p2p", *, scope="intra"):

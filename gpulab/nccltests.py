@@ -1135,8 +1135,7 @@ def audit(sweep, system=None, *, transport="p2p", latency_floor=None):
     if system is not None:
         system = systems.resolve(system)
         line_rate = collectives.fabric_bandwidth(system, transport).bytes_per_s
-        domain = max(int(getattr(system, "nvlink_domain", None) or 1),
-                     system.gpus_per_node)
+        domain = system.scale_up_domain
         if sweep.n_ranks and sweep.n_ranks > domain:
             try:
                 line_rate = min(line_rate, collectives.fabric_bandwidth(

@@ -57,12 +57,10 @@ Examples
 """
 from __future__ import annotations
 
-import functools
 import numbers
 from dataclasses import dataclass
 
 import numpy as np
-import yaml
 
 from . import links, specs, systems, units
 from ._validate import as_number, check_choice
@@ -84,19 +82,6 @@ _FAMILY = {"8b/10b": "gen1_2", "128b/130b": "gen3_5"}
 
 
 # --- protocol constants ----------------------------------------------------------------
-@functools.lru_cache(maxsize=None)
-def _protocol():
-    def flatten(tree, prefix):
-        for key, val in tree.items():
-            name = f"{prefix}{key}"
-            if isinstance(val, dict) and "value" in val:
-                yield name, val
-            elif isinstance(val, dict):
-                yield from flatten(val, name + ".")
-    raw = yaml.safe_load(specs.read_data_text("pcie_protocol.yaml"))
-    return dict(flatten(raw, ""))
-
-
 def protocol_info(name):
     """The full record of a protocol constant: ``{value, meaning, source, accessed}``.
 
@@ -110,9 +95,11 @@ def protocol_info(name):
     >>> protocol_info("lcrc_bytes")["value"]
     4
     """
-    table = _protocol()
-    check_choice("name", name, sorted(table))
-    return dict(table[name])
+    rec = specs.assumption_record("pcie", name)
+    if not (isinstance(rec, dict) and "value" in rec):
+        raise ValueError(f"name must name a constant of pcie_protocol.yaml (a record "
+                         f"with a value), not a group; got {name!r}")
+    return dict(rec)
 
 
 def protocol_constant(name):

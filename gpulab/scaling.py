@@ -27,10 +27,8 @@ Examples
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
-import yaml
 
 from . import collectives, links, specs, units
 from ._validate import as_number, check_choice, check_int
@@ -51,20 +49,14 @@ METRICS = {
 }
 
 
-@functools.lru_cache(maxsize=None)
-def _assumptions():
-    return yaml.safe_load(specs.read_data_text("assumptions.yaml"))
-
-
 def assumption(name):
-    """Value of a documented model assumption in ``data/assumptions.yaml``.
+    """Value of a documented model assumption in ``data/assumptions.yaml``
+    (:func:`gpulab.specs.assumption` of the ``"course"`` table).
 
     >>> assumption("nvlink_allreduce_efficiency")
     0.82
     """
-    table = _assumptions()
-    check_choice("name", name, table)
-    return float(table[name]["value"])
+    return float(specs.assumption("course", name))
 
 
 def assumption_info(name):
@@ -73,9 +65,7 @@ def assumption_info(name):
     >>> assumption_info("mfu")["accessed"]
     '2026-11-30'
     """
-    table = _assumptions()
-    check_choice("name", name, table)
-    return dict(table[name])
+    return dict(specs.assumption_record("course", name))
 
 
 def _gpu(name, param):

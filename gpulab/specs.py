@@ -24,13 +24,15 @@ import io
 from dataclasses import dataclass
 from importlib import resources
 
+import yaml
+
 from . import units
 from ._validate import check_choice, check_int
 
 __all__ = [
     "NVLinkGeneration", "PCIeGeneration", "GPUSpec", "NICSpec", "nic", "nics",
     "nvlink", "nvlink_generations", "pcie", "pcie_generations", "gpu", "gpus",
-    "gpu_names", "read_data_text",
+    "gpu_names", "read_data_text", "ASSUMPTION_TABLES", "assumption", "assumption_record",
 ]
 
 
@@ -160,6 +162,83 @@ class GPUSpec:
     def nvlink(self) -> NVLinkGeneration:
         """The NVLink generation record of this GPU."""
         return nvlink(self.nvlink_generation)
+
+
+#: The files of model assumptions and constants (values that are not spec-sheet facts),
+#: by table name. Every model reads them through :func:`assumption`.
+ASSUMPTION_TABLES = {
+    "course": "assumptions.yaml",
+    "parallelism": "parallelism_assumptions.yaml",
+    "topology": "topology_assumptions.yaml",
+    "pcie": "pcie_protocol.yaml",
+    "nccl": "nccl_model.yaml",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _assumption_table(table):
+    return yaml.safe_load(read_data_text(ASSUMPTION_TABLES[table]))
+
+
+def assumption_record(table, name):
+    """The entry ``name`` of an assumption table, as stored.
+
+    Parameters
+    ----------
+    table : str
+        A key of :data:`ASSUMPTION_TABLES` (``"course"``, ``"parallelism"``,
+        ``"topology"``, ``"pcie"`` or ``"nccl"``).
+    name : str
+        The entry's path; levels separated by ``/`` or ``.``
+        (``"protocols/LL128/bandwidth"``, ``"flit.tlp_bytes"``, ``"mfu"``).
+
+    Returns
+    -------
+    object
+        A record ``{value, meaning, source, accessed}`` or a subtree (a copy).
+
+    Examples
+    --------
+    >>> assumption_record("course", "mfu")["accessed"]
+    '2026-11-30'
+    """
+    import copy
+
+    check_choice("table", table, ASSUMPTION_TABLES)
+    fname = ASSUMPTION_TABLES[table]
+    if not isinstance(name, str) or not name.strip("/."):
+        raise ValueError(f"name must be a path in {fname} such as "
+                         f"'a/b'; got {name!r}")
+    keys = name.strip("/.").replace(".", "/").split("/")
+    node = _assumption_table(table)
+    for i, key in enumerate(keys):
+        if not isinstance(node, dict) or key not in node:
+            where = "/".join(keys[:i]) or "top level"
+            have = sorted(map(str, node)) if isinstance(node, dict) else []
+            raise ValueError(f"name must name an entry of {fname}; {key!r} is not "
+                             f"under {where} (keys: {', '.join(have)})")
+        node = node[key]
+    return copy.deepcopy(node)
+
+
+def assumption(table, name):
+    """The value of entry ``name`` of an assumption table.
+
+    The one accessor of the model assumptions: a record's ``value`` (records hold
+    ``value, meaning, source, accessed``), or the stored node itself where the
+    table keeps plain values (``nccl_model.yaml``). See :func:`assumption_record`.
+
+    Examples
+    --------
+    >>> assumption("course", "mfu"), assumption("pcie", "flit.fec_bytes")
+    (0.4, 6)
+    >>> assumption("nccl", "protocols/LL128/bandwidth")
+    0.92
+    """
+    node = assumption_record(table, name)
+    if isinstance(node, dict) and "value" in node:
+        return node["value"]
+    return node
 
 
 def read_data_text(name: str) -> str:

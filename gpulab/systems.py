@@ -260,6 +260,12 @@ class System:
         return 1 if self.nvlink.fabric == "none" else self.gpus_per_node
 
     @property
+    def scale_up_domain(self):
+        """GPUs one GPU reaches without the scale-out network: its node, or its whole
+        NVLink domain when that spans several nodes (an NVL72 rack)."""
+        return max(self.nvlink_domain, self.gpus_per_node)
+
+    @property
     def network_bandwidth_per_gpu(self):
         """Scale-out bandwidth of one GPU, per direction, or None without a network.
 

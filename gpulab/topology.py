@@ -56,7 +56,6 @@ import re
 from dataclasses import dataclass, field
 
 import networkx as nx
-import yaml
 
 from . import links, pcie, specs, units
 from ._validate import check_choice, check_int
@@ -139,11 +138,6 @@ def _cpu_link_table():
     return out
 
 
-@functools.lru_cache(maxsize=None)
-def _assumptions():
-    return yaml.safe_load(specs.read_data_text("topology_assumptions.yaml"))
-
-
 def assumption(name):
     """Value of a default in ``data/topology_assumptions.yaml``.
 
@@ -162,9 +156,7 @@ def assumption(name):
     >>> assumption("nvswitch_planes")[4]
     [5, 4, 4, 5]
     """
-    table = _assumptions()
-    check_choice("name", name, table)
-    value = table[name]["value"]
+    value = specs.assumption("topology", name)
     if isinstance(value, dict):
         return {k: list(v) for k, v in value.items()}
     return float(value)

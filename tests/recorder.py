@@ -7,26 +7,56 @@ import sys
 from gpulab import widgets
 
 
-class Recorder:
-    """Wrap a model function: record its bound arguments when gpulab.widgets calls it.
+def patch_everywhere(monkeypatch, module, name, replacement):
+    """Replace ``module.name`` and every gpulab module's own reference to it.
 
-    Only calls made by gpulab.widgets itself are recorded (plot_* functions call some
-    model functions too, e.g. links.link_bandwidth for the reference generations).
+    A model package re-exports its functions and its modules call each other by
+    their own names: patching only the package attribute would miss those calls.
+    """
+    real = getattr(module, name)
+    for mod_name, mod in list(sys.modules.items()):
+        if mod_name.startswith("gpulab") and getattr(mod, name, None) is real:
+            monkeypatch.setattr(mod, name, replacement)
+    monkeypatch.setattr(module, name, replacement)
+
+
+def _from_widgets(direct):
+    """Whether the current model call was made by gpulab.widgets: directly (the caller
+    is a widget module) or, with ``direct=False``, through other model functions (some
+    frame up the stack is a widget module) but not by a plot function."""
+    frame = sys._getframe(2)
+    name = frame.f_globals.get("__name__", "")
+    if direct or name.startswith("gpulab.plotting"):
+        return name.startswith(widgets.__name__)
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith(widgets.__name__):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class Recorder:
+    """Wrap a model function: record its bound arguments when gpulab.widgets calls it
+    (``direct=False``: also through another model function, e.g. the step times that
+    ``parallelism.tp_degree_rows`` computes for the TP explorer).
+
+    Calls made by plot_* functions are not recorded (they call some model functions
+    too, e.g. links.link_bandwidth for the reference generations).
     """
 
-    def __init__(self, monkeypatch, module, name):
+    def __init__(self, monkeypatch, module, name, *, direct=True):
         self.real = getattr(module, name)
         self.calls = []
         sig = inspect.signature(self.real)
 
         def wrapper(*args, **kwargs):
-            if sys._getframe(1).f_globals.get("__name__") == widgets.__name__:
+            if _from_widgets(direct):
                 bound = sig.bind(*args, **kwargs)
                 bound.apply_defaults()
                 self.calls.append(dict(bound.arguments))
             return self.real(*args, **kwargs)
 
-        monkeypatch.setattr(module, name, wrapper)
+        patch_everywhere(monkeypatch, module, name, wrapper)
 
     @property
     def last(self):

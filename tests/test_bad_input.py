@@ -54,6 +54,13 @@ _SYSTEMS_YAML = specs.read_data_text("systems.yaml")
 _SYSTEMS_FILE = str(Path(pcie.__file__).with_name("data") / "systems.yaml")
 
 CASES = [
+    # --- specs: the one accessor of the model assumptions ------------------------------
+    Case(specs.assumption, {"table": "course", "name": "mfu"},
+         {"table": CHOICE("Course", "nccl_model.yaml"),
+          "name": [None, 3, True, "", "/", "no_such", "mfu/value/x", ["mfu"]]}),
+    Case(specs.assumption_record, {"table": "nccl", "name": "protocols/LL"},
+         {"table": CHOICE("NCCL", "assumptions"),
+          "name": [None, 3, True, "", ".", "protocols/XX", ["protocols"]]}),
     # --- units ------------------------------------------------------------------------
     Case(units.gbit_per_s_to_bytes_per_s, {"gbit_per_s": 400}, {"gbit_per_s": NONNEG}),
     Case(units.bytes_per_s_to_gbit_per_s, {"bytes_per_s": 5e10},

@@ -4,11 +4,12 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tests import strategies  # noqa: F401  (registers the "ci" profile)
-from gpulab import parallelism as par
+from gpulab import specs, parallelism as par
 from gpulab import systems
 
 PRESETS = par.model_names()
@@ -373,7 +374,7 @@ def test_roi_breakeven_price():
 
 
 def test_assumptions_have_sources():
-    table = par._assumptions()
+    table = yaml.safe_load(specs.read_data_text(specs.ASSUMPTION_TABLES["parallelism"]))
     for key, rec in table.items():
         assert rec["source"] and rec["accessed"], key
     assert par.assumption("optimizer_bytes") + par.assumption("weight_bytes") \

@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import networkx as nx  # noqa: E402
+import yaml  # noqa: E402
 import pytest  # noqa: E402
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -298,7 +299,7 @@ def test_path_latency_sums_documented_hops():
 
 
 def test_assumptions_have_sources():
-    raw = T._assumptions()
+    raw = yaml.safe_load(specs.read_data_text(specs.ASSUMPTION_TABLES["topology"]))
     for name, rec in raw.items():
         assert {"value", "meaning", "source", "accessed"} <= set(rec), name
     assert T.assumption("nvswitch_planes")[4] == [5, 4, 4, 5]     # source-facts #50

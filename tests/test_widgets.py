@@ -45,7 +45,7 @@ def test_explorers_are_factories_returning_widgets():
     # chapters 3-9's explorers are tested in test_widgets_<name>.py
     assert set(ex) == {"scaling", "link", "pcie", "pipeline", "topology", "collective",
                        "fabric", "bucket", "layout", "tp", "roi"}
-    assert list(ex) == list(widgets._EXPLORER_NAMES)       # book order
+    assert list(ex) == list(widgets.EXPLORER_NAMES)       # book order
     for name, factory in ex.items():
         w = factory()
         assert isinstance(w, W.Widget) and isinstance(w, W.VBox), name

@@ -15,15 +15,15 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from gpulab import collectives, plotting, systems, widgets  # noqa: E402
-from tests.recorder import Recorder, check_explorer_factory  # noqa: E402
+from gpulab import collectives, parallelism, plotting, systems, widgets  # noqa: E402
+from tests.recorder import Recorder, check_explorer_factory, patch_everywhere  # noqa: E402,E501
 
 MIB, GIB = 2 ** 20, 2 ** 30
 
 
 @pytest.fixture
 def pred(monkeypatch):
-    return Recorder(monkeypatch, collectives, "predict")
+    return Recorder(monkeypatch, collectives, "predict", direct=False)
 
 
 def _png(w):
@@ -59,7 +59,7 @@ def test_factory_refuses_bad_arguments(kwargs, param):
 # --- the model helper -------------------------------------------------------------------
 def test_bucket_time_is_calls_times_per_call_time():
     g, b = 2 * GIB, 25 * MIB
-    total, nb = widgets.bucket_allreduce_time(g, [b, 4 * GIB], 2, "h200-x2-measured")
+    total, nb = parallelism.bucket_allreduce_time(g, [b, 4 * GIB], 2, "h200-x2-measured")
     k = math.ceil(g / b)
     assert nb.tolist() == [k, 1]
     full = collectives.predict("all_reduce", float(b), 2, "h200-x2-measured")
@@ -71,14 +71,14 @@ def test_bucket_time_is_calls_times_per_call_time():
     assert total[1] == pytest.approx(one.time_scalar, rel=1e-12)
     # more, smaller buckets never help: per-call latency adds up
     grid = np.asarray(widgets.BUCKET_GRID)
-    t, _ = widgets.bucket_allreduce_time(g, grid, 2, "h200-x2-measured")
+    t, _ = parallelism.bucket_allreduce_time(g, grid, 2, "h200-x2-measured")
     assert t[0] > 10 * t[-1]
 
 
 @pytest.mark.parametrize("args", [(0, 1), (GIB, 0), (GIB, []), (float("nan"), 1)])
 def test_bucket_time_refuses_bad_sizes(args):
     with pytest.raises(ValueError, match="bytes"):
-        widgets.bucket_allreduce_time(*args, 2, "h200-x2-measured")
+        parallelism.bucket_allreduce_time(*args, 2, "h200-x2-measured")
 
 
 # --- initial state == the chapter's static figure ------------------------------------------
@@ -88,8 +88,8 @@ def test_default_state_is_the_static_figure():
     assert (c["system"].value, c["n_ranks"].value, c["gradient_bytes"].value,
             c["bucket_bytes"].value) == ("h200-x2-measured", 2, 2 * GIB, 25 * MIB)
     grid = np.asarray(widgets.BUCKET_GRID)
-    total, _ = widgets.bucket_allreduce_time(2 * GIB, grid, 2, "h200-x2-measured")
-    chosen, _ = widgets.bucket_allreduce_time(2 * GIB, 25 * MIB, 2,
+    total, _ = parallelism.bucket_allreduce_time(2 * GIB, grid, 2, "h200-x2-measured")
+    chosen, _ = parallelism.bucket_allreduce_time(2 * GIB, 25 * MIB, 2,
                                               "h200-x2-measured")
     one = collectives.predict("all_reduce", 2 * GIB, 2, "h200-x2-measured")
     ref = plotting.plot_bucket_time(grid, total, chosen=(25 * MIB, chosen[0]),
@@ -164,6 +164,6 @@ def test_invalid_state_shows_a_message(monkeypatch):
     def boom(*a, **k):
         raise ValueError("n_ranks: cannot place these ranks")
 
-    monkeypatch.setattr(collectives, "predict", boom)
+    patch_everywhere(monkeypatch, collectives, "predict", boom)
     w.controls["bucket_bytes"].value = 2 ** 20
     assert "cannot place" in w.message.value and "Traceback" not in w.message.value

@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from gpulab import parallelism, plotting, systems, units, widgets  # noqa: E402
-from tests.recorder import Recorder, check_explorer_factory  # noqa: E402
+from tests.recorder import Recorder, check_explorer_factory, patch_everywhere  # noqa: E402,E501
 
 GB = units.GB
 
@@ -181,7 +181,7 @@ def test_model_error_becomes_message(monkeypatch):
     def bad(*a, **k):
         raise RuntimeError("kaput")
 
-    monkeypatch.setattr(parallelism, "step_time", bad)
+    patch_everywhere(monkeypatch, parallelism, "step_time", bad)
     w.controls["global_batch"].value = 256               # must not raise
     assert "RuntimeError" in _msg(w) and "kaput" in _msg(w)
     assert _png(w) == png

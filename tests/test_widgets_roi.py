@@ -26,21 +26,21 @@ def w():
 
 @pytest.fixture
 def roi(monkeypatch):
-    return Recorder(monkeypatch, parallelism, "nvlink_roi")
+    return Recorder(monkeypatch, parallelism, "nvlink_roi", direct=False)
 
 
 def _chapter_roi(model="70b", nodes=8, fast="dgx-h100", slow="h100-pcie",
                  pf=3.0, ps=2.25, tokens=200e9):
     picks = []
     for s in (fast, slow):
-        r = parallelism.rank_layouts(model, widgets.roi_cluster(s, nodes),
-                                     global_batch=widgets.ROI_GLOBAL_BATCH,
-                                     **widgets.ROI_SEARCH)
+        r = parallelism.rank_layouts(model, parallelism.roi_cluster(s, nodes),
+                                     global_batch=parallelism.ROI_GLOBAL_BATCH,
+                                     **parallelism.ROI_SEARCH)
         picks.append(r.best.step)
     seq = parallelism.model(model).seq_len
     return parallelism.nvlink_roi(
         picks[0].total, picks[1].total,
-        tokens_per_step=widgets.ROI_GLOBAL_BATCH * seq, price_fast=pf,
+        tokens_per_step=parallelism.ROI_GLOBAL_BATCH * seq, price_fast=pf,
         price_slow=ps, n_gpus=8 * nodes, project_tokens=tokens)
 
 
@@ -82,7 +82,7 @@ def test_model_and_system_controls(w, roi):
         w.controls["model"].value = model
         assert w.message.value == ""
         seq = parallelism.model(model).seq_len
-        assert roi.last["tokens_per_step"] == widgets.ROI_GLOBAL_BATCH * seq
+        assert roi.last["tokens_per_step"] == parallelism.ROI_GLOBAL_BATCH * seq
     w.controls["model"].value = "70b"       # H200's memory changes the layout
     t_before = roi.last["t_fast"]
     w.controls["fast"].value = "hgx-h200"
@@ -117,11 +117,11 @@ def test_bad_arguments(kw):
 
 
 def test_roi_cluster_borrows_network_only_when_needed():
-    one = widgets.roi_cluster("h100-pcie", 1)
+    one = parallelism.roi_cluster("h100-pcie", 1)
     assert one.network is None and one.n_gpus == 8
-    four = widgets.roi_cluster("h100-pcie", 4)
+    four = parallelism.roi_cluster("h100-pcie", 4)
     assert four.n_gpus == 32 and four.nvlink_domain == 1
-    assert four.network == widgets.roi_cluster(widgets.ROI_NETWORK_FROM, 4).network
+    assert four.network == parallelism.roi_cluster(parallelism.ROI_NETWORK_FROM, 4).network
 
 
 # --- plot functions -------------------------------------------------------------------

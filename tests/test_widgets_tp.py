@@ -16,12 +16,12 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from gpulab import parallelism, plotting, systems, widgets  # noqa: E402
-from tests.recorder import Recorder, check_explorer_factory  # noqa: E402
+from tests.recorder import Recorder, check_explorer_factory, patch_everywhere  # noqa: E402,E501
 
 
 @pytest.fixture
 def step(monkeypatch):
-    return Recorder(monkeypatch, parallelism, "step_time")
+    return Recorder(monkeypatch, parallelism, "step_time", direct=False)
 
 
 def _png(w):
@@ -59,7 +59,7 @@ def test_default_state_is_the_static_figure():
     assert (c["model"].value, c["system"].value, c["tp"].value, c["seq_len"].value,
             c["micro_batch"].value, c["sequence_parallel"].value,
             c["tp_overlap"].value) == ("13b", "hgx-h200", 4, 4096, 1, False, 0.0)
-    rows, steps, _ = widgets.tp_degree_rows("13b", "hgx-h200", seq_len=4096)
+    rows, steps, _ = parallelism.tp_degree_rows("13b", "hgx-h200", seq_len=4096)
     # built as book/tensor_parallel.md builds it
     spec = parallelism.model("13b")
     for (label, comp, comm, expo, note), t in zip(rows, steps):
@@ -151,7 +151,7 @@ def test_model_error_becomes_message(monkeypatch):
     def bad(*a, **k):
         raise RuntimeError("kaput")
 
-    monkeypatch.setattr(parallelism, "step_time", bad)
+    patch_everywhere(monkeypatch, parallelism, "step_time", bad)
     w.controls["seq_len"].value = 2048
     assert "RuntimeError" in w.message.value and "kaput" in w.message.value
 

@@ -7,10 +7,10 @@ Every ``plot_*`` takes ``ax=None``, draws from gpulab models or data, returns th
 from __future__ import annotations
 
 import numpy as np
-
-from .. import units
 from .._validate import check_choice, check_int
 from .style import COLORS, check_rates, remember_artists, sentinel_patch, cached_artists, bytes_axis, new_axes
+from .. import collectives, units
+from .. import collectives as C
 
 
 #: Algorithms that :func:`plot_collective_steps` can draw.
@@ -292,8 +292,6 @@ def plot_collective_prediction(prediction, *, message_bytes=None, metric="busbw"
     -------
     matplotlib.axes.Axes
     """
-    from .. import collectives
-
     if not isinstance(prediction, collectives.Prediction) \
             or prediction.message_bytes.size < 2:
         raise ValueError("prediction must be a gpulab.collectives.Prediction "
@@ -439,9 +437,6 @@ def plot_collective_comparison(measured=None, predicted=None, *, metric="busbw",
     matplotlib.axes.Axes
     """
     from matplotlib.lines import Line2D
-
-    from .. import collectives
-
     measured = dict(measured or {})
     predicted = dict(predicted or {})
     if not measured and not predicted:
@@ -520,8 +515,6 @@ def plot_busbw_curves(curves, *, line_rates=(), ax=None):
     -------
     matplotlib.axes.Axes
     """
-    from .. import collectives as C
-
     curves = list(curves)
     if not curves:
         raise ValueError("curves must be a non-empty sequence of (label, Prediction, "

@@ -7,10 +7,9 @@ Every ``plot_*`` takes ``ax=None``, draws from gpulab models or data, returns th
 from __future__ import annotations
 
 import numpy as np
-
-from .. import links, measurements, specs, units
 from .._validate import check_choice, check_int
 from .style import COLORS, remember_artists, cached_artists, bytes_axis, new_axes
+from .. import links, measurements, specs, units
 
 
 _DEFAULT_BITS = (1, 0, 1, 1, 0, 0, 1, 0, 0, 1, 1, 1, 1, 0, 0, 0)

@@ -7,9 +7,9 @@ Every ``plot_*`` takes ``ax=None``, draws from gpulab models or data, returns th
 from __future__ import annotations
 
 import numpy as np
-
-from .. import units
 from .style import COLORS, curve_arrays, remember_artists, cached_artists, bytes_axis, new_axes
+from .. import units
+from .. import parallelism as par
 
 
 def plot_tp_layers(rows, *, ax=None):
@@ -148,8 +148,6 @@ def _result_rows(results, name, want):
     """``[(label, obj)]`` from one result or a sequence of results / (label, result).
 
     ``want`` is "memory" (TrainingMemory) or "step" (StepTime)."""
-    from .. import parallelism as par
-
     def one(label, r):
         if isinstance(r, par.LayoutResult):
             if r.step is None:
@@ -605,8 +603,6 @@ def plot_step_comparison(rows, *, ax=None):
     -------
     matplotlib.axes.Axes
     """
-    from .. import parallelism as par
-
     rows = list(rows)
     if not rows or not all(isinstance(r, tuple) and len(r) == 2
                            and isinstance(r[1], par.StepTime) for r in rows):
@@ -648,8 +644,6 @@ def plot_speedup_slowdown(points=(), *, ax=None):
     -------
     matplotlib.axes.Axes
     """
-    from .. import parallelism as par
-
     points = list(points)
     for p in points:
         if not (isinstance(p, tuple) and len(p) == 3):
@@ -698,8 +692,6 @@ def plot_roi(roi, *, labels=("NVLink", "PCIe"), currency="USD", ax=None):
     -------
     matplotlib.axes.Axes
     """
-    from .. import parallelism as par
-
     if not isinstance(roi, par.ROI):
         raise ValueError(f"roi must be a parallelism.ROI; got {roi!r}"[:200])
     if not (isinstance(labels, (tuple, list)) and len(labels) == 2):

@@ -7,10 +7,9 @@ Every ``plot_*`` takes ``ax=None``, draws from gpulab models or data, returns th
 from __future__ import annotations
 
 import numpy as np
-
-from .. import measurements, specs, units
 from .._validate import check_choice, check_int
 from .style import COLORS, remember_artists, cached_artists, bytes_axis, new_axes
+from .. import measurements, pcie, specs, systems, units
 
 
 _BUDGET_SHADES = ("#8c8c8c", "#8fb3e0", COLORS["pcie"], "#1d4f8a")
@@ -41,8 +40,6 @@ def plot_pcie_budget(generation=5, lanes=16, max_payload_bytes=256, *,
     measured_label : str
         Text next to that line.
     """
-    from .. import pcie
-
     g = specs.pcie(generation)
     raw = pcie.raw_bandwidth(generation, lanes)
     enc = pcie.encoded_bandwidth(generation, lanes)
@@ -114,8 +111,6 @@ def plot_tlp_efficiency(generation=5, *, ax=None):
     generation : int
         PCIe generation, 1-6.
     """
-    from .. import pcie
-
     specs.pcie(generation)
     mps = np.array(pcie.protocol_constant("max_payload_bytes"))
     cases = [
@@ -160,9 +155,6 @@ def plot_host_copies(run=None, *, system="h200-x2-measured",
         ``d2h_pageable``.
     """
     from matplotlib.lines import Line2D
-
-    from .. import pcie, systems
-
     run = measurements.copy_bandwidth() if run is None else run
     handles = []
     sys_ = systems.resolve(system)

@@ -6,10 +6,9 @@ Every ``plot_*`` takes ``ax=None``, draws from gpulab models or data, returns th
 from __future__ import annotations
 
 import numpy as np
-
-from .. import scaling
 from .._validate import check_int
 from .style import COLORS, remember_artists, cached_artists, new_axes
+from .. import scaling
 
 
 _GROWTH_LABELS = {

@@ -7,9 +7,8 @@ Every ``plot_*`` takes ``ax=None``, draws from gpulab models or data, returns th
 from __future__ import annotations
 
 import numpy as np
-
-from .. import units
 from .._validate import check_choice
+from .. import units
 
 
 #: One colour per kind of path, used in every figure of the book.

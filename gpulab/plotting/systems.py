@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from .style import COLORS, new_axes
+from .. import systems as S
+from .. import topology as T
 
 
 _MAX_DRAWN_GPUS = 16
@@ -15,8 +17,6 @@ _MAX_DRAWN_GPUS = 16
 
 def _domain_links(system):
     """``(n, matrix)``: GPUs of one NVLink domain and direct links between pairs."""
-    from .. import systems as S
-
     s = S.resolve(system)
     n = s.nvlink_domain if s.nvlink.fabric != "none" else min(s.gpus_per_node,
                                                                  _MAX_DRAWN_GPUS)
@@ -33,8 +33,6 @@ def _domain_links(system):
 
 def _switch_split(s):
     """Links from each GPU to each NVSwitch chip (topology assumption by generation)."""
-    from .. import topology as T
-
     planes = T.assumption("nvswitch_planes").get(s.nvlink.generation)
     chips = s.nvlink.switch_chips
     if planes is not None and (chips is None or chips == len(planes)) \
@@ -143,8 +141,6 @@ def plot_switch_planes(topo, *, ax=None):
     -------
     matplotlib.axes.Axes
     """
-    from .. import topology as T
-
     T.check_topology(topo)
     g, gpus, chips = topo.graph, topo.gpus, topo.nvswitches
     if not chips:
@@ -191,9 +187,6 @@ def plot_peer_links(system, *, ax=None):
     matplotlib.axes.Axes
     """
     from matplotlib.colors import LinearSegmentedColormap
-
-    from .. import systems as S
-
     s, n, _ = _domain_links(system)
     peers = S.nvlink_peers(s)
     m = np.zeros((n, n))

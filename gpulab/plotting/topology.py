@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .style import COLORS, new_axes
+from .. import topology as T
 
 
 def plot_topology(topo, *, ax=None, highlight=None):
@@ -34,9 +35,6 @@ def plot_topology(topo, *, ax=None, highlight=None):
     matplotlib.axes.Axes
     """
     from matplotlib.lines import Line2D
-
-    from .. import topology as T
-
     T.check_topology(topo)
     g = topo.graph
     hl = []

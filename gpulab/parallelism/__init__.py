@@ -1,0 +1,163 @@
+r"""Choosing a parallel layout: memory, communication, compute and bubble models.
+
+One module per part of the question: :mod:`.model` (presets, counts), :mod:`.layout`,
+:mod:`.memory`, :mod:`.comm`, :mod:`.step`, :mod:`.chooser`, :mod:`.tp` and :mod:`.roi`;
+this package re-exports their public names.
+
+Given a transformer (:class:`ModelSpec`, presets in ``data/llm_models.yaml``) and a
+cluster (:mod:`gpulab.systems`), this module answers: how much memory does each GPU
+need for a tensor- (TP), pipeline- (PP) and data-parallel (DP) layout, how long does
+one training step take, and which layout is fastest among those that fit?
+
+* memory per GPU: :func:`training_memory` (weights, gradients, Adam states with ZeRO
+  stages, activations per Korthikanti et al. 2022) and :func:`inference_memory`
+  (weights and KV cache);
+* communication per step: :func:`step_communication`, every collective timed with
+  :func:`gpulab.collectives.collective_time` on the chosen system and placement
+  (one process per GPU, as torchrun launches training);
+* compute: :func:`flops_per_step` (Narayanan et al. 2021) at an assumed MFU;
+* the pipeline bubble: :func:`bubble_fraction`;
+* step time and throughput: :func:`step_time`; the chooser: :func:`rank_layouts`;
+* helpers for the chapters: :func:`tp_allreduce_count`, :func:`speedup`,
+  :func:`slowdown`, :func:`nvlink_roi`, :func:`cluster`.
+
+Units are SI: bytes, seconds, FLOP, FLOP/s. Rank placement follows Megatron-LM's
+default order: TP ranks are adjacent GPUs, DP ranks next, PP stages outermost.
+
+Examples
+--------
+>>> from gpulab import parallelism as par
+>>> spec = par.model("llama3-70b")
+>>> round(spec.params / 1e9, 2)
+70.55
+>>> mem = par.training_memory(spec, tp=8, pp=4, dp=2, zero=1, recompute="selective",
+...                           sequence_parallel=True)
+>>> round(mem.total / 1e9, 1)
+45.5
+>>> par.tp_allreduce_count()          # 2 forward + 2 backward, per layer and micro-batch
+4
+>>> round(par.bubble_fraction(4, 16), 4)
+0.1875
+
+References
+----------
+* Shoeybi et al. 2019, "Megatron-LM: Training Multi-Billion Parameter Language Models
+  Using Model Parallelism", arXiv:1909.08053.
+* Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU
+  Clusters Using Megatron-LM", SC21, arXiv:2104.04473.
+* Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion
+  Parameter Models", SC20, arXiv:1910.02054.
+* Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+  Models", arXiv:2205.05198.
+"""
+from __future__ import annotations
+
+from .model import (  # noqa: F401
+    RECOMPUTE,
+    ZERO_STAGES,
+    MLP_KINDS,
+    NORMS,
+    FLOPS_METHODS,
+    assumption,
+    ModelSpec,
+    model_names,
+    model,
+    parameter_count,
+    flops_per_step,
+)
+from .layout import (  # noqa: F401
+    Layout,
+    cluster,
+    validate_layout,
+)
+from .memory import (  # noqa: F401
+    activation_memory_per_layer,
+    TrainingMemory,
+    training_memory,
+    InferenceMemory,
+    inference_memory,
+)
+from .comm import (  # noqa: F401
+    bucket_allreduce_time,
+    tp_allreduce_count,
+    Communication,
+    step_communication,
+)
+from .step import (  # noqa: F401
+    bubble_fraction,
+    StepTime,
+    step_time,
+)
+from .chooser import (  # noqa: F401
+    LayoutResult,
+    Ranking,
+    rank_layouts,
+)
+from .tp import (  # noqa: F401
+    TP_DEGREES,
+    tp_degree_rows,
+)
+from .roi import (  # noqa: F401
+    speedup,
+    slowdown,
+    ROI,
+    nvlink_roi,
+    ROI_FAST_SYSTEMS,
+    ROI_SLOW_SYSTEMS,
+    ROI_NODES,
+    ROI_GLOBAL_BATCH,
+    ROI_SEARCH,
+    ROI_EXAMPLE_PRICES,
+    ROI_NETWORK_FROM,
+    roi_cluster,
+    roi_best_step,
+    roi_comparison,
+)
+
+__all__ = [
+    "RECOMPUTE",
+    "ZERO_STAGES",
+    "MLP_KINDS",
+    "NORMS",
+    "FLOPS_METHODS",
+    "assumption",
+    "ModelSpec",
+    "model_names",
+    "model",
+    "parameter_count",
+    "flops_per_step",
+    "Layout",
+    "cluster",
+    "validate_layout",
+    "activation_memory_per_layer",
+    "TrainingMemory",
+    "training_memory",
+    "InferenceMemory",
+    "inference_memory",
+    "bucket_allreduce_time",
+    "tp_allreduce_count",
+    "Communication",
+    "step_communication",
+    "bubble_fraction",
+    "StepTime",
+    "step_time",
+    "LayoutResult",
+    "Ranking",
+    "rank_layouts",
+    "TP_DEGREES",
+    "tp_degree_rows",
+    "speedup",
+    "slowdown",
+    "ROI",
+    "nvlink_roi",
+    "ROI_FAST_SYSTEMS",
+    "ROI_SLOW_SYSTEMS",
+    "ROI_NODES",
+    "ROI_GLOBAL_BATCH",
+    "ROI_SEARCH",
+    "ROI_EXAMPLE_PRICES",
+    "ROI_NETWORK_FROM",
+    "roi_cluster",
+    "roi_best_step",
+    "roi_comparison",
+]

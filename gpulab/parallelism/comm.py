@@ -1,0 +1,370 @@
+"""Communication per training step: every TP, PP and DP collective timed with
+:func:`gpulab.collectives.collective_time` on the chosen system and rank placement
+(one process per GPU, as torchrun launches training), and gradient buckets.
+
+Units are SI: bytes, seconds, FLOP, FLOP/s.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import collectives
+from .._validate import as_number, check_choice
+from .layout import as_layout, as_system
+from .memory import stage_param_count
+from .model import RECOMPUTE, default_value, check_flag, check_positive, seq_len_of, as_model, check_zero
+
+
+@functools.lru_cache(maxsize=4096)
+def _group_system(system, n, stride):
+    """A stand-in system in which ``n`` ranks placed ``stride`` GPUs apart fill
+    'nodes' exactly as they fill the real system's NVLink domains.
+
+    collectives.predict assumes ranks fill domains one after another; a DP group
+    of stride tp has only ``reach // tp`` members per domain. The stand-in keeps
+    every GPU's NVLink and network bandwidth."""
+    reach = system.scale_up_domain
+    g = 1 if stride >= reach else max(1, min(n, reach // stride))
+    nodes = math.ceil(n / g)
+    if nodes == 1 and g == n and system.n_gpus >= n and n <= reach and stride == 1:
+        return system
+    nv = system.nvlink
+    nvlink = dataclasses.replace(
+        nv, domain_gpus=(g if nv.fabric != "none" else None), peer_links=None)
+    net = system.network
+    if net is not None:
+        net = dataclasses.replace(net, nics_per_node=net.nics_per_node * g
+                                  / system.gpus_per_node)
+    return dataclasses.replace(system, name=f"{system.name} [{n} ranks, stride "
+                               f"{stride}]", n_gpus=g * nodes, gpus_per_node=g,
+                               nvlink=nvlink, network=net)
+
+
+@functools.lru_cache(maxsize=65536)
+def _ctime(collective, message_bytes, n, system, nvls):
+    return float(collectives.collective_time(collective, message_bytes, n, system,
+                                             nvls=nvls, gpus_per_process=1))
+
+
+def _coll(collective, message_bytes, n, stride, system, nvls):
+    """Time of one collective call of ``n`` ranks ``stride`` GPUs apart. [s]"""
+    if n <= 1 or message_bytes <= 0:
+        return 0.0
+    return _ctime(collective, float(message_bytes), n,
+                  _group_system(system, n, stride), bool(nvls))
+
+
+def split_buckets(total_bytes, bucket_bytes):
+    """Split ``total_bytes`` into full buckets and one last, smaller bucket.
+
+    Parameters
+    ----------
+    total_bytes : float
+        All the bytes to send. [B]
+    bucket_bytes : float or numpy.ndarray
+        Bucket size(s); a bucket larger than the total is one call of the total. [B]
+
+    Returns
+    -------
+    size, n_full, rest : numpy.ndarray
+        Bucket size used, number of full buckets and the remainder [B] (0: none);
+        ``ceil(total / size)`` calls in all.
+
+    Examples
+    --------
+    >>> size, n_full, rest = split_buckets(100.0, 30.0)
+    >>> float(size), float(n_full), float(rest)
+    (30.0, 3.0, 10.0)
+    """
+    b = np.minimum(np.asarray(bucket_bytes, dtype=float), float(total_bytes))
+    n_full = np.floor(float(total_bytes) / b)
+    return b, n_full, float(total_bytes) - n_full * b
+
+
+def _bucketed(collective, total_bytes, bucket, n, stride, system, nvls):
+    """Time to move ``total_bytes`` in calls of ``bucket`` bytes. [s]"""
+    if n <= 1 or total_bytes <= 0:
+        return 0.0
+    size, full, rest = (float(x) for x in split_buckets(total_bytes, bucket))
+    t = full * _coll(collective, size, n, stride, system, nvls)
+    if rest > 0:
+        t += _coll(collective, rest, n, stride, system, nvls)
+    return t
+
+
+def bucket_allreduce_time(gradient_bytes, bucket_bytes, n_ranks, system,
+                          transport="p2p"):
+    """Time to all_reduce a gradient split into buckets, one call per bucket.
+
+    ``floor(G / b)`` full buckets of ``b`` bytes and one last bucket of the
+    remainder (``ceil(G / b)`` calls in all, :func:`split_buckets`); a bucket larger
+    than the gradient is one call of ``G``. Calls run one after another (no overlap
+    with compute); each call's time is :func:`gpulab.collectives.predict` for
+    ``all_reduce`` with one process per GPU, as data-parallel training runs
+    (torchrun).
+
+    Parameters
+    ----------
+    gradient_bytes : float
+        Size of all the gradients to reduce. [B]
+    bucket_bytes : array_like
+        Bucket size(s). [B]
+    n_ranks : int
+        GPUs in the data-parallel group.
+    system : str
+        A :func:`gpulab.systems.names` preset.
+    transport : {"p2p", "shm"}
+
+    Returns
+    -------
+    total_time : numpy.ndarray
+        [s], one per bucket size.
+    n_buckets : numpy.ndarray of int
+        ``ceil(G / b)``.
+
+    Examples
+    --------
+    >>> t, n = bucket_allreduce_time(2 ** 30, [2 ** 30, 25 * 2 ** 20], 2, "hgx-h200")
+    >>> n.tolist(), bool(t[1] > t[0])
+    ([1, 41], True)
+    """
+    g = as_number("gradient_bytes", gradient_bytes, low=1, allow_array=False)
+    try:
+        b = np.atleast_1d(np.asarray(bucket_bytes, dtype=float))
+        if np.asarray(bucket_bytes).dtype.kind not in "iuf":
+            raise TypeError
+    except (TypeError, ValueError):
+        b = np.array([np.nan])
+    if b.ndim != 1 or b.size == 0 or not (np.all(np.isfinite(b)) and np.all(b >= 1)):
+        raise ValueError(f"bucket_bytes must be >= 1 [B]; got {bucket_bytes!r}")
+    size, n_full, rem = split_buckets(g, b)
+    sizes = np.concatenate([size, np.where(rem > 0, rem, size)])
+    p = collectives.predict("all_reduce", sizes, n_ranks, system,
+                            transport=transport, gpus_per_process=1)
+    t = np.asarray(p.time, dtype=float)
+    total = n_full * t[:size.size] + np.where(rem > 0, t[size.size:], 0.0)
+    return total, np.ceil(g / size).astype(int)
+
+
+# --- counts, bubble, flops ---------------------------------------------------------
+def tp_allreduce_count(sequence_parallel=False, recompute="none"):
+    """Tensor-parallel all-reduces per transformer layer per micro-batch.
+
+    Megatron-LM's layer has two all-reduces in the forward pass (after the
+    row-parallel attention output projection and after the row-parallel second
+    MLP GEMM: the "g" operators) and two in the backward pass (the input gradients
+    of the column-parallel QKV and first MLP GEMMs: the "f" operators), Shoeybi et
+    al. 2019, section 3 and Fig. 4. That is **four per layer, two of them in the
+    forward pass**: the source article's "four all-reduces in the forward pass" is
+    wrong. The count does not depend on the TP degree. Full recomputation repeats
+    the forward pass, and its two all-reduces (six in total).
+
+    Parameters
+    ----------
+    sequence_parallel : bool
+        With sequence parallelism each all-reduce becomes a reduce-scatter plus an
+        all-gather of the same total volume (Korthikanti et al. 2022); the function
+        then counts those pairs.
+    recompute : {"none", "selective", "full"}
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> tp_allreduce_count(), tp_allreduce_count(recompute="full")
+    (4, 6)
+    """
+    check_flag("sequence_parallel", sequence_parallel)
+    check_choice("recompute", recompute, RECOMPUTE)
+    return 6 if recompute == "full" else 4
+
+
+# --- communication -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Communication:
+    """Communication of one GPU in one training step (before any overlap). [s]
+
+    Attributes
+    ----------
+    tp, pp, dp : float
+        Time of the TP collectives, the PP sends/receives and the DP reduction
+        (and parameter gathers) per step. [s]
+    dp_parts : dict
+        DP time per collective kind (``all_reduce``, ``reduce_scatter``,
+        ``all_gather``). [s]
+    tp_calls, pp_calls : int
+        TP collective calls (an all-reduce, or a reduce-scatter + all-gather pair,
+        counts once) and PP send/receive calls per step.
+    tp_bytes, pp_bytes, dp_bytes : float
+        Message size of one TP call and one PP call, and the per-GPU gradient
+        buffer the DP reduction covers. [B]
+    notes : tuple of str
+        Placement notes (TP spanning NVLink domains, DP/PP crossing nodes).
+    """
+
+    tp: float
+    pp: float
+    dp: float
+    dp_parts: dict
+    tp_calls: int
+    pp_calls: int
+    tp_bytes: float
+    pp_bytes: float
+    dp_bytes: float
+    notes: tuple
+
+
+def _placement_notes(system, lay):
+    reach, notes = system.scale_up_domain, []
+    if lay.tp > 1:
+        if system.nvlink.fabric == "none":
+            notes.append(f"TP{lay.tp} runs over PCIe (no NVLink)")
+        elif lay.tp > system.nvlink_domain:
+            notes.append(f"TP spans NVLink domains: TP{lay.tp} > "
+                         f"{system.nvlink_domain} GPUs per NVLink domain, so TP "
+                         "collectives cross the network")
+    if lay.dp > 1 and lay.tp * lay.dp > reach:
+        notes.append(f"DP groups cross nodes (TP{lay.tp} x DP{lay.dp} > {reach} "
+                     "GPUs per node): gradients travel over the network")
+    if lay.pp > 1 and lay.tp * lay.dp >= reach:
+        notes.append("PP stages sit on different nodes: activations cross the "
+                     "network")
+    return tuple(notes)
+
+
+def comm_parts(m, system, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb):
+    sp = sp and lay.tp > 1
+    act = float(b) * s * m.hidden * 2.0          # one BF16 activation tensor
+    per_mb = tp_allreduce_count(sp, recompute) * m.layers // lay.pp
+    tp_calls = per_mb * mb
+    if lay.tp > 1:
+        if sp:
+            one = _coll("reduce_scatter", act, lay.tp, 1, system, nvls) + \
+                _coll("all_gather", act, lay.tp, 1, system, nvls)
+        else:
+            one = _coll("all_reduce", act, lay.tp, 1, system, nvls)
+    else:
+        one, tp_calls = 0.0, 0
+    tp_t = tp_calls * one
+    pp_bytes = act / lay.tp if sp else act
+    pp_calls = 2 * mb * lay.virtual if lay.pp > 1 else 0
+    pp_t = pp_calls * _coll("sendrecv", pp_bytes, 2, lay.tp * lay.dp, system,
+                            nvls) if pp_calls else 0.0
+    psi = stage_param_count(m, lay.tp, lay.pp)
+    grad_bytes, w_bytes = psi * gb, psi * wb
+    stride, d = lay.tp, lay.dp
+    parts = {}
+    if d > 1:
+        if z == 0:
+            parts["all_reduce"] = _bucketed("all_reduce", grad_bytes, bucket, d,
+                                            stride, system, nvls)
+        else:
+            rs = _bucketed("reduce_scatter", grad_bytes, bucket, d, stride, system,
+                           nvls)
+            ag = _bucketed("all_gather", w_bytes, bucket, d, stride, system, nvls)
+            parts["reduce_scatter"] = rs * (mb if z >= 2 else 1)
+            parts["all_gather"] = ag * (2 * mb if z == 3 else 1)
+    return Communication(tp_t, pp_t, float(sum(parts.values(), 0.0)), parts, tp_calls, pp_calls,
+                         act if lay.tp > 1 else 0.0, pp_bytes if lay.pp > 1 else 0.0,
+                         grad_bytes if d > 1 else 0.0,
+                         _placement_notes(system, lay))
+
+
+def step_communication(spec, system, layout, *, micro_batch=1, micro_batches=1,
+                       seq_len=None, zero=0, sequence_parallel=False,
+                       recompute="none", bucket_bytes=None, grad_bytes=None,
+                       weight_bytes=None, nvls=True):
+    r"""Communication time of one GPU in one training step (nothing overlapped).
+
+    Parameters
+    ----------
+    spec : ModelSpec or str
+    system : systems.System or str
+        The cluster (see :func:`cluster` for more nodes of a preset).
+    layout : Layout or tuple
+        ``(tp, pp, dp[, virtual])``; ``tp * pp * dp`` at most the system's GPUs.
+    micro_batch : int
+        Sequences per micro-batch b.
+    micro_batches : int
+        Micro-batches per step m (gradient-accumulation steps).
+    seq_len : int, optional
+    zero : {0, 1, 2, 3}
+        0: all-reduce the gradients once per step. 1 (distributed optimizer):
+        reduce-scatter the gradients and all-gather the updated BF16 weights once
+        per step. 2: the reduce-scatter runs every micro-batch. 3: also all-gather
+        the weights twice (forward and backward) every micro-batch.
+    sequence_parallel : bool
+    recompute : {"none", "selective", "full"}
+    bucket_bytes : float, optional
+        DP bucket size (default 25 MiB, PyTorch DDP's); one collective per bucket.
+    grad_bytes, weight_bytes : float, optional
+        Bytes per gradient / weight element on the wire (default 2 and 2).
+    nvls : bool
+        Let NCCL use NVLink SHARP where the system has it (``predict``'s default).
+
+    Returns
+    -------
+    Communication
+
+    Notes
+    -----
+    Per step, with :math:`m` micro-batches, :math:`L/p` layers per GPU, activation
+    tensor :math:`A = b s h \cdot 2` bytes and :math:`\Psi` parameters per GPU:
+
+    .. math::
+
+        t_\text{TP} &= m \cdot \tfrac{L}{p} \cdot 4 \cdot t_\text{AR}(A, t)
+        \quad (\text{SP: } t_\text{RS}(A,t) + t_\text{AG}(A,t)) \\
+        t_\text{PP} &= 2\,m\,v \cdot t_\text{sendrecv}(A) \\
+        t_\text{DP} &= \textstyle\sum_\text{buckets} t_\text{AR}(\text{bucket}, d)
+        \quad (\text{ZeRO} \ge 1:\ t_\text{RS} + t_\text{AG})
+
+    Placement follows Megatron's rank order (TP fastest, then DP, then PP): TP
+    groups are adjacent GPUs, a DP group's ranks are ``tp`` GPUs apart and PP
+    neighbours ``tp * dp`` apart. Every collective is timed by
+    :func:`gpulab.collectives.collective_time` on a stand-in system in which the
+    group fills nodes as it does on the real one, so a DP group of one GPU per node
+    runs at the network rate, and TP wider than an NVLink domain crosses it.
+
+    =========================================  ====================================
+    Assumption                                 Source
+    =========================================  ====================================
+    2 fwd + 2 bwd TP all-reduces per layer     Shoeybi et al. 2019, sec. 3
+    SP: RS + AG, same volume                   Korthikanti et al. 2022, sec. 4.2.2
+    PP sends full activations (SP: 1/t)        Narayanan et al. 2021, sec. 4.1
+    parallel groups do not slow each other     one NIC per GPU; PCIe switch
+                                               contention not modelled
+    collective times                           gpulab.collectives (NCCL-like model)
+    =========================================  ====================================
+
+    Examples
+    --------
+    >>> c = step_communication("13b", "hgx-h200", (8, 1, 1), micro_batches=4)
+    >>> c.tp_calls == 4 * 40 * 4, c.pp, c.dp
+    (True, 0.0, 0.0)
+    """
+    m = as_model(spec)
+    s_ = as_system(system)
+    lay = as_layout(layout)
+    if lay.n_gpus > s_.n_gpus:
+        raise ValueError(f"layout needs {lay.n_gpus} GPUs but system {s_.name!r} "
+                         f"has {s_.n_gpus}; got {layout!r}")
+    b = check_positive("micro_batch", micro_batch)
+    mb = check_positive("micro_batches", micro_batches)
+    s = seq_len_of(m, seq_len)
+    z = check_zero(zero)
+    sp = check_flag("sequence_parallel", sequence_parallel)
+    check_choice("recompute", recompute, RECOMPUTE)
+    bucket = default_value("dp_bucket_bytes", bucket_bytes, "bucket_bytes", low=1)
+    gb = default_value("grad_bytes", grad_bytes, "grad_bytes", low=0, low_inclusive=False)
+    wb = default_value("weight_bytes", weight_bytes, "weight_bytes", low=0,
+                  low_inclusive=False)
+    nv = check_flag("nvls", nvls)
+    return comm_parts(m, s_, lay, b, mb, s, z, sp, recompute, bucket, nv, gb, wb)

@@ -1,0 +1,325 @@
+"""Transformer presets (:class:`ModelSpec`), parameter and FLOP counts, the
+module's assumptions and the checks of training options shared by the other
+parallelism modules.
+
+Units are SI: bytes, seconds, FLOP, FLOP/s.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+import yaml
+
+from .. import scaling, specs
+from .._validate import as_number, check_choice, check_int
+
+
+#: Activation recomputation: none, selective (Korthikanti et al.: only the attention
+#: scores/softmax/dropout are recomputed) or full (every layer's forward pass).
+RECOMPUTE = ("none", "selective", "full")
+#: ZeRO stages: 0 plain DP, 1 optimizer states sharded (= Megatron's distributed
+#: optimizer), 2 also gradients, 3 also weights (= FSDP full sharding).
+ZERO_STAGES = (0, 1, 2, 3)
+#: MLP kinds: GELU (two matrices) or SwiGLU (three).
+MLP_KINDS = ("gelu", "swiglu")
+#: Normalisation layers: LayerNorm (scale and bias) or RMSNorm (scale).
+NORMS = ("layernorm", "rmsnorm")
+#: FLOP counting: Narayanan et al. 2021 per-layer detail, or the 6 N rule.
+FLOPS_METHODS = ("narayanan", "6n")
+
+
+# --- data --------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _models_table():
+    return yaml.safe_load(specs.read_data_text("llm_models.yaml"))["models"]
+
+
+def assumption(name):
+    """Value of an assumption of this module (``data/parallelism_assumptions.yaml``,
+    plus ``"mfu"`` from the course-wide ``data/assumptions.yaml``).
+
+    Parameters
+    ----------
+    name : str
+        ``"mfu"``, ``"weight_bytes"``, ``"grad_bytes"``, ``"optimizer_bytes"``,
+        ``"memory_reserve_fraction"``, ``"dp_bucket_bytes"``, ``"dp_overlap"`` or
+        ``"tp_overlap"``.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> assumption("optimizer_bytes"), assumption("mfu")
+    (12.0, 0.4)
+    """
+    if name == "mfu":
+        return scaling.assumption("mfu")
+    return float(specs.assumption("parallelism", name))
+
+
+# --- model specs -------------------------------------------------------------------
+def check_positive(name, value, low=1):
+    return check_int(name, value, low=low, high=10**12)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Shape of a decoder-only transformer.
+
+    Attributes
+    ----------
+    name : str
+    hidden : int
+        Hidden size h.
+    layers : int
+        Transformer layers L.
+    heads : int
+        Attention (query) heads a; ``hidden`` must be a multiple.
+    kv_heads : int
+        Key/value heads (query groups); ``heads`` must be a multiple. Equal to
+        ``heads`` for multi-head attention, fewer for grouped-query attention.
+    ffn_hidden : int
+        MLP inner size f.
+    vocab : int
+        Vocabulary size V.
+    seq_len : int
+        Default sequence length s. [tokens]
+    mlp : {"gelu", "swiglu"}
+    tied_embeddings : bool
+        The output layer reuses the input embedding matrix.
+    learned_positions : bool
+        A learned ``seq_len x hidden`` position table (GPT); False for RoPE.
+    norm : {"layernorm", "rmsnorm"}
+    bias : bool
+        Linear layers carry biases.
+    source : str
+    params : int
+        Parameter count, computed by :func:`parameter_count` (do not pass it).
+    """
+
+    name: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    ffn_hidden: int
+    vocab: int
+    seq_len: int
+    mlp: str = "gelu"
+    tied_embeddings: bool = True
+    learned_positions: bool = True
+    norm: str = "layernorm"
+    bias: bool = True
+    source: str = ""
+    params: int = field(default=0, compare=False)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name must be a non-empty string; got {self.name!r}")
+        for key in ("hidden", "layers", "heads", "kv_heads", "ffn_hidden", "vocab",
+                    "seq_len"):
+            object.__setattr__(self, key, check_positive(key, getattr(self, key)))
+        if self.hidden % self.heads:
+            raise ValueError(f"heads must divide hidden ({self.hidden}); got "
+                             f"{self.heads}")
+        if self.heads % self.kv_heads:
+            raise ValueError(f"kv_heads must divide heads ({self.heads}); got "
+                             f"{self.kv_heads}")
+        check_choice("mlp", self.mlp, MLP_KINDS)
+        check_choice("norm", self.norm, NORMS)
+        for key in ("tied_embeddings", "learned_positions", "bias"):
+            if not isinstance(getattr(self, key), (bool, np.bool_)):
+                raise ValueError(f"{key} must be True or False; got "
+                                 f"{getattr(self, key)!r}")
+        object.__setattr__(self, "params", param_counts(self)["total"])
+
+    @property
+    def head_dim(self):
+        """Size of one attention head, ``hidden / heads``."""
+        return self.hidden // self.heads
+
+
+def model_names():
+    """Names of the model presets, sorted.
+
+    >>> model_names()
+    ['13b', '70b', 'llama3-70b', 'llama3-8b']
+    """
+    return sorted(_models_table())
+
+
+@functools.lru_cache(maxsize=None)
+def _preset(name):
+    row = dict(_models_table()[name])
+    row.pop("description", None)
+    row.pop("accessed", None)
+    return ModelSpec(name=name, **row)
+
+
+def model(name):
+    """The model preset ``name`` (see :func:`model_names`) as a :class:`ModelSpec`.
+
+    >>> m = model("13b")
+    >>> m.hidden, m.layers, m.heads, m.vocab, round(m.params / 1e9, 2)
+    (5120, 40, 40, 51200, 12.86)
+    """
+    check_choice("name", name, model_names())
+    return _preset(name)
+
+
+def as_model(spec, param="spec"):
+    if isinstance(spec, ModelSpec):
+        return spec
+    if isinstance(spec, str) and spec in _models_table():
+        return _preset(spec)
+    raise ValueError(f"{param} must be a ModelSpec or a preset name "
+                     f"({', '.join(model_names())}); got {spec!r}")
+
+
+def param_counts(m):
+    h, f, d = m.hidden, m.ffn_hidden, m.hidden // m.heads
+    kv = m.kv_heads * d
+    attn = 2 * h * h + 2 * h * kv                     # Q and O; K and V (GQA)
+    mlp = (3 if m.mlp == "swiglu" else 2) * h * f
+    norm = (2 if m.norm == "layernorm" else 1) * h
+    bias = (h + 2 * kv + h + f + h) if m.bias else 0   # qkv, out, fc1, fc2
+    if m.bias and m.mlp == "swiglu":
+        bias += f
+    layer = attn + mlp + 2 * norm + bias
+    embed = m.vocab * h
+    pos = m.seq_len * h if m.learned_positions else 0
+    head = 0 if m.tied_embeddings else m.vocab * h
+    total = m.layers * layer + embed + pos + head + norm
+    return {"layer": layer, "layer_matrices": attn + mlp, "embedding": embed,
+            "positions": pos, "output": head, "final_norm": norm, "total": total}
+
+
+def parameter_count(spec):
+    r"""Parameters of a model, from its dimensions.
+
+    Parameters
+    ----------
+    spec : ModelSpec or str
+        A :class:`ModelSpec` or a preset name.
+
+    Returns
+    -------
+    int
+
+    Notes
+    -----
+    Per layer, with :math:`d = h/a` and :math:`g` KV heads:
+
+    .. math::
+
+        P_\text{layer} = \underbrace{2h^2 + 2h\,g d}_{Q,O;\;K,V}
+        + \underbrace{k\,h f}_{\text{MLP}} + 2P_\text{norm} + P_\text{bias}
+
+    with :math:`k = 2` (GELU) or 3 (SwiGLU), :math:`P_\text{norm} = 2h`
+    (LayerNorm) or :math:`h` (RMSNorm). The model adds :math:`Vh` for the
+    embedding, :math:`s h` for learned positions, :math:`Vh` for an untied output
+    layer and one final norm. With :math:`f = 4h` and MHA this is the familiar
+    :math:`12 L h^2` plus embeddings (Narayanan et al. 2021, section 5.1).
+
+    Examples
+    --------
+    >>> parameter_count("llama3-8b")
+    8030261248
+    >>> parameter_count("70b")        # the article's "70B" shape: about 65 B
+    64886030336
+    """
+    return as_model(spec).params
+
+
+# --- option checks -----------------------------------------------------------------
+def check_flag(name, value):
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False; got {value!r}")
+    return bool(value)
+
+
+def check_zero(zero):
+    return check_int("zero", zero, low=0, high=3)
+
+
+def seq_len_of(spec, seq_len):
+    if seq_len is None:
+        return spec.seq_len
+    return check_positive("seq_len", seq_len)
+
+
+def default_value(name, value, param, **bounds):
+    if value is None:
+        return assumption(name)
+    return as_number(param, value, allow_array=False, **bounds)
+
+
+def flops_per_step(spec, tokens, *, seq_len=None, recompute="none",
+                   method="narayanan"):
+    r"""Training FLOPs of one step (forward and backward) over ``tokens`` tokens.
+
+    Parameters
+    ----------
+    spec : ModelSpec or str
+    tokens : float
+        Tokens in the step (global batch x sequence length).
+    seq_len : int, optional
+        Sequence length (default: the model's); sets the attention term.
+    recompute : {"none", "selective", "full"}
+        Recomputed work is counted (it is executed, though not "model" FLOPs).
+    method : {"narayanan", "6n"}
+        Per-layer detail, or the 6 N rule (N = all parameters).
+
+    Returns
+    -------
+    float
+        [FLOP]
+
+    Notes
+    -----
+    Forward FLOPs per token: :math:`2 P_\text{matrices}` per layer (GEMMs),
+    :math:`4 s h` per layer (:math:`QK^T` and scores x V) and :math:`2 h V` for the
+    logits. Training = 3 x forward; full recompute adds one forward of the layers,
+    selective recompute the :math:`4sh` attention term once more. For a GPT layer
+    (:math:`12h^2` matrix parameters) this is Narayanan et al. 2021, eq. (3):
+
+    .. math:: F = 72\,B s L h^2 \left(1 + \frac{s}{6h} + \frac{V}{12hL}\right)
+
+    (96 and :math:`V/(16hL)` with full recompute).
+
+    Examples
+    --------
+    >>> B, s, L, h, V = 1, 2048, 40, 5120, 51200
+    >>> f = flops_per_step("13b", B * s, seq_len=s)
+    >>> f == 72 * B * s * L * h**2 * (1 + s / (6 * h) + V / (12 * h * L))
+    True
+    """
+    m = as_model(spec)
+    n_tok = as_number("tokens", tokens, low=0, allow_array=False)
+    s = seq_len_of(m, seq_len)
+    check_choice("recompute", recompute, RECOMPUTE)
+    check_choice("method", method, FLOPS_METHODS)
+    if method == "6n":
+        base = 6.0 * m.params * n_tok
+        fwd_layers = 2.0 * (m.params - param_counts(m)["embedding"]) * n_tok
+        extra = {"none": 0.0, "full": fwd_layers,
+                 "selective": 4.0 * s * m.hidden * m.layers * n_tok}[recompute]
+        return base + extra
+    layers, logits = flops_parts(m, n_tok, s, recompute)
+    return layers + logits
+
+
+def flops_parts(m, n_tok, s, recompute):
+    """Training FLOPs of the transformer layers and of the logits (output layer)."""
+    gemm = 2.0 * param_counts(m)["layer_matrices"] * m.layers * n_tok
+    attn = 4.0 * s * m.hidden * m.layers * n_tok
+    layers = 3.0 * (gemm + attn)
+    if recompute == "full":
+        layers += gemm + attn
+    elif recompute == "selective":
+        layers += attn
+    return layers, 3.0 * 2.0 * m.hidden * m.vocab * n_tok
