@@ -1,0 +1,540 @@
+"""Self-checks for the labs: the ✓ check cells, the skip lines and the tables.
+
+Every lab starts with one setup cell::
+
+    import gpulab as gl
+    from gpulab.labcheck import check, check_slips, solutions_on, status_line
+
+    gl.plotting.use_book_style()
+    SHOW_SOLUTIONS = solutions_on()   # the solution cells test this
+    print(status_line())
+
+and each exercise ends with a ✓ check cell that calls :func:`check`. What a student
+sees:
+
+* ``✓ name: value`` when the answer is right;
+* ``… exercise name: not attempted yet (skipped)`` while the answer is still ``None``,
+  so that *Run All Cells* always works;
+* an ``AssertionError`` starting ``Exercise name:`` that says what was expected, in
+  which unit and direction, what was given, names the classic slip (a factor of 2, 8,
+  GiB/GB or a unit prefix, see :func:`factor_note`) and ends with a ``Hint:`` line.
+
+The course's tests set ``GPULAB_LAB_SOLUTIONS=1``: the labs' solution cells then fill
+in the answers, and an answer left ``None`` is an error instead of a skip
+(:func:`solutions_on`). Nothing here imports matplotlib, ipywidgets or IPython;
+:func:`show_table` imports IPython's display only when it is called.
+
+Examples
+--------
+>>> from gpulab import units
+>>> from gpulab.labcheck import check, show
+>>> check("1", units.Bandwidth.from_gb_per_s(450, "per_direction"),
+...       units.Bandwidth.from_gb_per_s(900, "bidirectional").to_per_direction())
+✓ 1: 450 GB/s per direction
+>>> check("2", 400, 50.0, unit="GB/s")
+Traceback (most recent call last):
+...
+AssertionError: Exercise 2: expected 50 GB/s (within 0.1%), got 400 GB/s. Your value is 8x too large: bits vs bytes? (1 byte = 8 bits)
+>>> show(2.5e-6, "s")
+'2.5e-06 s'
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from collections.abc import Mapping
+
+from . import units
+
+__all__ = ["SOLUTIONS_ENV", "solutions_on", "status_line", "show",
+           "factor_note", "unanswered", "check", "check_slips", "markdown_table",
+           "show_table"]
+
+#: The environment variable that switches the labs' solution cells on (value ``"1"``).
+SOLUTIONS_ENV = "GPULAB_LAB_SOLUTIONS"
+
+# The slips that factor_note names: (factor, what it usually means).
+_PREFIX = "a unit prefix? Answer in the unit asked for."
+_SLIPS = ((2, "per direction vs bidirectional?"),
+          (8, "bits vs bytes? (1 byte = 8 bits)"),
+          (units.GiB / units.GB, "GiB vs GB?"),
+          (1e9, _PREFIX),
+          (1e6, _PREFIX))
+_SLIP_TOL = 1e-3
+
+
+def solutions_on():
+    """Whether the labs' solution cells act: ``GPULAB_LAB_SOLUTIONS=1``.
+
+    Read at every call, so that a test can switch it with ``monkeypatch.setenv``.
+
+    Returns
+    -------
+    bool
+        True only when the variable is exactly ``"1"``.
+
+    Examples
+    --------
+    >>> import os
+    >>> solutions_on() == (os.environ.get("GPULAB_LAB_SOLUTIONS") == "1")
+    True
+    """
+    return os.environ.get(SOLUTIONS_ENV) == "1"
+
+
+def status_line():
+    """The setup cell's status line: gpulab's version and whether solutions are on.
+
+    Returns
+    -------
+    str
+        For example ``"gpulab 0.1.0 | solutions: off"``.
+
+    Examples
+    --------
+    >>> status_line().startswith("gpulab ")
+    True
+    """
+    from . import __version__  # here, not at import: gpulab may import this module
+
+    return f"gpulab {__version__} | solutions: {'on' if solutions_on() else 'off'}"
+
+
+def _is_number(x):
+    """A real number that is not a bool: int, float, a numpy number or 0-d array."""
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, numbers.Real):
+        return True
+    # a 0-d numpy array of ints or floats (a model function may return one)
+    return getattr(x, "shape", None) == () and getattr(
+        getattr(x, "dtype", None), "kind", "") in ("i", "u", "f")
+
+
+def _scalar(x):
+    """A 0-d numpy array's element; anything else as it is."""
+    return x[()] if getattr(x, "shape", None) == () else x
+
+
+def _check_str(name, value, *, empty=True):
+    if not isinstance(value, str) or (not empty and not value.strip()):
+        what = "a non-empty string" if not empty else "a string"
+        raise ValueError(f"{name} must be {what}; got {value!r}")
+    return value
+
+
+def _check_rel(rel):
+    if not _is_number(rel) or not 0 < float(rel) < 1:
+        raise ValueError(f"rel must be a relative tolerance in (0, 1); got {rel!r}")
+    return float(rel)
+
+
+def show(value, unit=""):
+    """A value as the checks print it.
+
+    Parameters
+    ----------
+    value : object
+        A :class:`gpulab.units.Bandwidth` (printed with its direction), an exception
+        (its class name and "caught"), a number (6 significant digits) or anything
+        else (its ``repr``).
+    unit : str
+        Appended to numbers and other values (not to bandwidths or exceptions).
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        If ``unit`` is not a string.
+
+    Examples
+    --------
+    >>> from gpulab import units
+    >>> show(units.Bandwidth.from_gb_per_s(900, "bidirectional"))
+    '900 GB/s bidirectional'
+    >>> show(1 / 3, "GB")
+    '0.333333 GB'
+    >>> show(units.DirectionError("mixed"))
+    'DirectionError caught'
+    >>> show("PIX")
+    "'PIX'"
+    """
+    _check_str("unit", unit)
+    if isinstance(value, units.Bandwidth):
+        return units.fmt_bandwidth(value)
+    if isinstance(value, BaseException):
+        return f"{type(value).__name__} caught"
+    if _is_number(value):
+        return f"{_scalar(value):.6g} {unit}".rstrip()
+    return f"{value!r} {unit}".rstrip()
+
+
+def factor_note(got, want):
+    """Name the classic slip when ``got`` is ``want`` times or over a known factor.
+
+    The factors, each checked both ways ("too large", "too small") within 0.1 %:
+    2 (per direction vs bidirectional), 8 (bits vs bytes), GiB/GB = 1.0737...,
+    1e9 and 1e6 (a unit prefix); and ``got * want = 1`` (a ratio the wrong way up).
+
+    Parameters
+    ----------
+    got, want : float
+        The given and the expected value, in the same unit.
+
+    Returns
+    -------
+    str
+        ``" Your value is 2x too large: per direction vs bidirectional?"`` and the
+        like (with a leading space, to be appended to a sentence), or ``""`` when no
+        factor matches or either value is 0.
+
+    Raises
+    ------
+    ValueError
+        If ``got`` or ``want`` is not a real number.
+
+    Examples
+    --------
+    >>> factor_note(900, 450)
+    ' Your value is 2x too large: per direction vs bidirectional?'
+    >>> factor_note(50, 400)
+    ' Your value is 8x too small: bits vs bytes? (1 byte = 8 bits)'
+    >>> factor_note(2.0, 0.5)
+    ' Your value is the inverse: divided the other way round?'
+    >>> factor_note(451, 450)
+    ''
+    """
+    for name, x in (("got", got), ("want", want)):
+        if not _is_number(x):
+            raise ValueError(f"{name} must be a real number; got {x!r}")
+    got, want = float(got), float(want)
+    if not want or not got:
+        return ""
+    r = got / want
+    for k, why in _SLIPS:
+        for f, word in ((k, "too large"), (1 / k, "too small")):
+            if math.isclose(r, f, rel_tol=_SLIP_TOL):
+                return f" Your value is {k:.4g}x {word}: {why}"
+    if math.isclose(got * want, 1, rel_tol=_SLIP_TOL):
+        return " Your value is the inverse: divided the other way round?"
+    return ""
+
+
+def unanswered(name, value):
+    """Handle an answer that is still ``None``: skip it, or fail under the tests.
+
+    For checks of a lab's own kind (a function, a plot) that cannot use
+    :func:`check`::
+
+        if unanswered("1", answer_1):
+            return
+
+    Parameters
+    ----------
+    name : str
+        The exercise, as the messages name it ("1", "8 (generation)").
+    value : object
+        The student's answer.
+
+    Returns
+    -------
+    bool
+        True when ``value`` is None and solutions are off: the line
+        ``… exercise NAME: not attempted yet (skipped)`` has been printed and the
+        check should stop. False when there is an answer to check.
+
+    Raises
+    ------
+    AssertionError
+        ``Exercise NAME: not answered`` when ``value`` is None and
+        ``GPULAB_LAB_SOLUTIONS=1`` (a solution cell did not fill it in).
+    ValueError
+        If ``name`` is not a non-empty string.
+
+    Examples
+    --------
+    >>> unanswered("7", 3.5)
+    False
+    """
+    _check_str("name", name, empty=False)
+    if value is not None:
+        return False
+    if solutions_on():
+        raise AssertionError(f"Exercise {name}: not answered")
+    print(f"… exercise {name}: not attempted yet (skipped)")
+    return True
+
+
+def _problem(value, expected, rel, unit):
+    """What is wrong with ``value`` against ``expected``, or None."""
+    if isinstance(expected, type):
+        if not isinstance(value, expected):
+            return f"expected the {expected.__name__} you caught, got {value!r}"
+        return None
+    if isinstance(expected, units.Bandwidth):
+        if not isinstance(value, units.Bandwidth):
+            return ("expected a units.Bandwidth (a value with a direction), got "
+                    f"{type(value).__name__} {value!r}")
+        if value.direction != expected.direction:
+            conv = (value.to_per_direction()
+                    if expected.direction == units.PER_DIRECTION
+                    else value.to_bidirectional())
+            problem = f"expected a {expected.direction} figure, got {show(value)}"
+            if conv.isclose(expected, rel_tol=rel):
+                problem += (" (the right value once converted: call "
+                            f".to_{expected.direction}())")
+            return problem
+        if not value.isclose(expected, rel_tol=rel):
+            return (f"expected {show(expected)} (within {rel * 100:g}%), got "
+                    f"{show(value)}."
+                    + factor_note(value.bytes_per_s, expected.bytes_per_s))
+        return None
+    if isinstance(expected, bool):
+        if not isinstance(value, bool):
+            return (f"expected True or False, got {type(value).__name__} {value!r} "
+                    "(a function returning (verdict, reason)? keep the verdict)")
+        if value != expected:
+            return f"expected {expected}, got {value}"
+        return None
+    if isinstance(expected, str):
+        if not isinstance(value, str):
+            return (f"expected a string (str), got {type(value).__name__} {value!r} "
+                    "(a function returning (answer, reason)? keep the answer)")
+        if value.strip().casefold() != expected.casefold():
+            return f"expected {expected!r}, got {value!r}"
+        return None
+    if isinstance(expected, int):
+        if not (_is_number(value) and value == expected):
+            return f"expected {expected!r}, got {value!r}"
+        return None
+    try:
+        got = float(value)
+    except (TypeError, ValueError):
+        return (f"expected a plain number in {unit or 'SI units'}, "
+                f"got {type(value).__name__} {value!r}")
+    if not math.isclose(got, float(expected), rel_tol=rel):
+        return (f"expected {show(float(expected), unit)} (within {rel * 100:g}%), "
+                f"got {show(got, unit)}." + factor_note(got, float(expected)))
+    return None
+
+
+def check(name, value, expected, rel=1e-3, hint="", unit=""):
+    """✓ check of exercise ``name``: compare the answer ``value`` with ``expected``.
+
+    Parameters
+    ----------
+    name : str
+        The exercise, as the messages name it ("1", "10 (sum)").
+    value : object
+        The student's answer; ``None`` means not attempted (see :func:`unanswered`).
+    expected : object
+        What the answer must be; its kind decides the comparison:
+
+        * :class:`gpulab.units.Bandwidth`: ``value`` must be a Bandwidth of the same
+          direction (a right value in the other direction is named as such, with the
+          conversion to call) and equal within ``rel``;
+        * a class (an exception class): ``value`` must be an instance (the exception
+          object caught);
+        * ``bool``: ``value`` must be that bool;
+        * ``str``: ``value`` must be a str equal to it, ignoring case and the blanks
+          around ``value``;
+        * ``int``: ``value`` must be a number equal to it (exactly);
+        * any other real number (float, numpy float): ``value`` converted with
+          ``float`` must equal it within ``rel``.
+    rel : float
+        Relative tolerance for bandwidths and floats, in (0, 1).
+    hint : str
+        Printed as a last ``Hint:`` line of a failure ("" for none).
+    unit : str
+        The unit of plain numbers, in the messages ("GB/s", "B", "(ratio)").
+
+    Raises
+    ------
+    AssertionError
+        ``Exercise NAME: ...`` when the answer is wrong, or not answered while
+        ``GPULAB_LAB_SOLUTIONS=1``.
+    ValueError
+        If an argument is of the wrong kind: ``name`` not a non-empty string,
+        ``expected`` None or of no kind listed above (or a float that is not finite),
+        ``rel`` not in (0, 1), ``hint`` or ``unit`` not a string.
+
+    Notes
+    -----
+    Prints ``✓ NAME: VALUE`` when the answer is right and
+    ``… exercise NAME: not attempted yet (skipped)`` when it is None and solutions
+    are off.
+
+    Examples
+    --------
+    >>> check("3", 2 ** 30 / 1e9, 1.073741824, rel=1e-6, unit="GB")
+    ✓ 3: 1.07374 GB
+    >>> check("6", "pcie", "PCIe")
+    ✓ 6: 'pcie'
+    >>> from gpulab import units
+    >>> check("1", units.Bandwidth.from_gb_per_s(900, "bidirectional"),
+    ...       units.Bandwidth.from_gb_per_s(450, "per_direction"),
+    ...       hint="call .to_per_direction()")
+    Traceback (most recent call last):
+    ...
+    AssertionError: Exercise 1: expected a per_direction figure, got 900 GB/s bidirectional (the right value once converted: call .to_per_direction())
+    Hint: call .to_per_direction()
+    """
+    _check_str("name", name, empty=False)
+    rel = _check_rel(rel)
+    _check_str("hint", hint)
+    _check_str("unit", unit)
+    if expected is None:
+        raise ValueError("expected must be the right answer, not None")
+    if not isinstance(expected, (type, units.Bandwidth, str)) and not _is_number(expected) \
+            and not isinstance(expected, bool):
+        raise ValueError("expected must be a units.Bandwidth, a class, a bool, a str or "
+                         f"a real number; got {type(expected).__name__} {expected!r}")
+    if _is_number(expected) and not isinstance(expected, int) \
+            and not math.isfinite(float(expected)):
+        raise ValueError(f"expected must be a finite number; got {expected!r}")
+    if unanswered(name, value):
+        return
+    problem = _problem(value, expected, rel, unit)
+    if problem:
+        msg = f"Exercise {name}: {problem}"
+        if hint:
+            msg += f"\nHint: {hint}"
+        raise AssertionError(msg)
+    print(f"✓ {name}: {show(value, unit)}")
+
+
+def check_slips(name, value, slips, rel=1e-6):
+    """Name a known wrong answer before :func:`check` judges it.
+
+    Parameters
+    ----------
+    name : str
+        The exercise, as in :func:`check`.
+    value : object
+        The student's answer. Anything ``float()`` cannot convert (None, a Bandwidth)
+        is left to :func:`check`.
+    slips : iterable of (float, str)
+        Known wrong values and what each one means ("That is one phase only: ...").
+    rel : float
+        Relative tolerance of the match, in (0, 1).
+
+    Raises
+    ------
+    AssertionError
+        ``Exercise NAME: got VALUE. WHY`` for the first slip that matches.
+    ValueError
+        If ``name`` is not a non-empty string, ``rel`` not in (0, 1), or ``slips`` not
+        an iterable of (real number, str) pairs.
+
+    Examples
+    --------
+    >>> check_slips("4", 7.0, [(8.0, "Count the ranks again.")])
+    >>> check_slips("4", 8.0, [(8.0, "Count the ranks again.")])
+    Traceback (most recent call last):
+    ...
+    AssertionError: Exercise 4: got 8. Count the ranks again.
+    """
+    _check_str("name", name, empty=False)
+    rel = _check_rel(rel)
+    if isinstance(slips, (str, bytes, Mapping)):
+        raise ValueError(f"slips must be a list of (wrong value, why) pairs; got {slips!r}")
+    try:
+        slips = list(slips)
+    except TypeError:
+        raise ValueError("slips must be a list of (wrong value, why) pairs; "
+                         f"got {slips!r}") from None
+    for i, slip in enumerate(slips):
+        if not (isinstance(slip, (tuple, list)) and len(slip) == 2
+                and _is_number(slip[0]) and isinstance(slip[1], str)):
+            raise ValueError(f"slips[{i}] must be a (wrong value, why) pair of a real "
+                             f"number and a str; got {slip!r}")
+    try:
+        got = float(value)
+    except (TypeError, ValueError):
+        return
+    for wrong, why in slips:
+        if math.isclose(got, float(wrong), rel_tol=rel):
+            raise AssertionError(f"Exercise {name}: got {show(got)}. {why}")
+
+
+def _cell(x):
+    """One table cell: text without line breaks, pipes escaped."""
+    return " ".join(str(x).split("\n")).replace("|", r"\|")
+
+
+def markdown_table(rows, columns, *, notes=()):
+    """A Markdown table of ``rows``, with ``notes`` under it.
+
+    Parameters
+    ----------
+    rows : iterable of Mapping or Sequence
+        A mapping row gives its cells by column name (a missing one is empty); a
+        sequence row gives them in column order, one per column.
+    columns : sequence of str
+        The header, in order.
+    notes : iterable of str
+        Lines under the table (after a blank line), each ending in a Markdown line
+        break, e.g. footnotes ``"[1] reason"``.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        If ``columns`` is not a non-empty sequence of strings, a row is neither a
+        mapping nor a sequence of ``len(columns)`` cells, or a note is not a string.
+
+    Examples
+    --------
+    >>> print(markdown_table([{"GPU": 0, "verdict": "PASS"}], ("GPU", "verdict")))
+    | GPU | verdict |
+    |---|---|
+    | 0 | PASS |
+    >>> markdown_table([("GPU0-GPU1", "NV18 [1]")], ("pair", "class"),
+    ...                notes=["[1] NVLink"]).splitlines()
+    ['| pair | class |', '|---|---|', '| GPU0-GPU1 | NV18 [1] |', '', '[1] NVLink  ']
+    """
+    if isinstance(columns, str) or not isinstance(columns, (tuple, list)) \
+            or not columns or not all(isinstance(c, str) for c in columns):
+        raise ValueError(f"columns must be a non-empty sequence of str; got {columns!r}")
+    lines = ["| " + " | ".join(map(_cell, columns)) + " |", "|---" * len(columns) + "|"]
+    for i, row in enumerate(rows):
+        if isinstance(row, Mapping):
+            cells = [row.get(c, "") for c in columns]
+        elif isinstance(row, (tuple, list)) and len(row) == len(columns):
+            cells = row
+        else:
+            raise ValueError(f"rows[{i}] must be a mapping or a sequence of "
+                             f"{len(columns)} cells; got {row!r}")
+        lines.append("| " + " | ".join(map(_cell, cells)) + " |")
+    notes = [notes] if isinstance(notes, str) else list(notes)
+    for note in notes:
+        _check_str("notes", note)
+    if notes:
+        lines += [""] + [f"{note}  " for note in notes]
+    return "\n".join(lines)
+
+
+def show_table(rows, columns, *, notes=()):
+    """Display :func:`markdown_table` in the notebook (IPython's ``display``).
+
+    Parameters
+    ----------
+    rows, columns, notes
+        As for :func:`markdown_table`.
+
+    Raises
+    ------
+    ValueError
+        As :func:`markdown_table`.
+    """
+    text = markdown_table(rows, columns, notes=notes)
+    from IPython.display import Markdown, display  # only here: a notebook-only helper
+
+    display(Markdown(text))

@@ -1,0 +1,511 @@
+"""gpulab.labcheck: the labs' ✓ checks, skip lines, slips and tables.
+
+The messages are what students read in the labs, so the tests pin them word for word.
+"""
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpulab import labcheck, units
+from gpulab.labcheck import (check, check_slips, factor_note, markdown_table, show,
+                             show_table, solutions_on, status_line, unanswered)
+
+PD, BD = "per_direction", "bidirectional"
+GIB_GB = units.GiB / units.GB
+
+#: The named slips: (factor, the reason factor_note gives).
+SLIPS = [(2, "per direction vs bidirectional?"),
+         (8, "bits vs bytes? (1 byte = 8 bits)"),
+         (GIB_GB, "GiB vs GB?"),
+         (1e9, "a unit prefix? Answer in the unit asked for."),
+         (1e6, "a unit prefix? Answer in the unit asked for.")]
+
+
+def bw(gb_per_s, direction=PD):
+    return units.Bandwidth.from_gb_per_s(gb_per_s, direction)
+
+
+def failure(*args, **kwargs):
+    """The AssertionError message of a failing check(...)."""
+    with pytest.raises(AssertionError) as info:
+        check(*args, **kwargs)
+    return str(info.value)
+
+
+@pytest.fixture
+def students(monkeypatch):
+    """As a student runs a lab: GPULAB_LAB_SOLUTIONS unset."""
+    monkeypatch.delenv("GPULAB_LAB_SOLUTIONS", raising=False)
+
+
+@pytest.fixture
+def course_tests(monkeypatch):
+    """As the course's tests run a lab: GPULAB_LAB_SOLUTIONS=1."""
+    monkeypatch.setenv("GPULAB_LAB_SOLUTIONS", "1")
+
+
+# --- import and switches ----------------------------------------------------------------
+def test_import_pulls_in_no_notebook_libraries():
+    code = ("import sys, gpulab.labcheck; "
+            "print(sorted(m for m in ('matplotlib', 'ipywidgets', 'IPython') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("value, on", [("1", True), ("0", False), ("", False),
+                                       ("true", False), ("yes", False), (" 1", False)])
+def test_solutions_on_only_for_exactly_1(monkeypatch, value, on):
+    monkeypatch.setenv("GPULAB_LAB_SOLUTIONS", value)
+    assert solutions_on() is on
+
+
+def test_solutions_on_is_read_at_every_call(monkeypatch):
+    monkeypatch.delenv("GPULAB_LAB_SOLUTIONS", raising=False)
+    assert solutions_on() is False
+    monkeypatch.setenv(labcheck.SOLUTIONS_ENV, "1")
+    assert solutions_on() is True
+
+
+def test_status_line(monkeypatch):
+    import gpulab
+
+    monkeypatch.delenv("GPULAB_LAB_SOLUTIONS", raising=False)
+    assert status_line() == f"gpulab {gpulab.__version__} | solutions: off"
+    monkeypatch.setenv("GPULAB_LAB_SOLUTIONS", "1")
+    assert status_line() == f"gpulab {gpulab.__version__} | solutions: on"
+
+
+# --- show ---------------------------------------------------------------------------
+@pytest.mark.parametrize("value, unit, text", [
+    (bw(450), "", "450 GB/s per direction"),
+    (bw(900, BD), "ignored", "900 GB/s bidirectional"),
+    (units.DirectionError("mixed"), "", "DirectionError caught"),
+    (ValueError("x"), "s", "ValueError caught"),
+    (18, "links", "18 links"),
+    (1 / 3, "GB", "0.333333 GB"),
+    (2.5e-6, "s", "2.5e-06 s"),
+    (123456789.0, "B", "1.23457e+08 B"),
+    (np.float64(0.5), "(ratio)", "0.5 (ratio)"),
+    (np.int64(7), "", "7"),
+    (np.array(0.25), "", "0.25"),
+    ("PIX", "", "'PIX'"),
+    (True, "", "True"),
+    ((8, 2, 2), "", "(8, 2, 2)"),
+    (None, "", "None"),
+])
+def test_show(value, unit, text):
+    assert show(value, unit) == text
+
+
+def test_show_number_without_unit_has_no_trailing_blank():
+    assert show(3.0) == "3"
+
+
+@pytest.mark.parametrize("unit", [None, 5, b"GB"])
+def test_show_rejects_a_unit_that_is_not_a_string(unit):
+    with pytest.raises(ValueError, match="^unit must be a string"):
+        show(1.0, unit)
+
+
+# --- factor_note ---------------------------------------------------------------------
+@pytest.mark.parametrize("k, why", SLIPS)
+def test_factor_note_names_each_slip_both_ways(k, why):
+    assert factor_note(3.0 * k, 3.0) == f" Your value is {k:.4g}x too large: {why}"
+    assert factor_note(3.0 / k, 3.0) == f" Your value is {k:.4g}x too small: {why}"
+
+
+def test_factor_note_exact_texts():
+    assert factor_note(900, 450) == \
+        " Your value is 2x too large: per direction vs bidirectional?"
+    assert factor_note(50, 400) == \
+        " Your value is 8x too small: bits vs bytes? (1 byte = 8 bits)"
+    assert factor_note(units.GiB, units.GB) == \
+        " Your value is 1.074x too large: GiB vs GB?"
+    assert factor_note(4.5e11, 450) == (" Your value is 1e+09x too large: a unit "
+                                        "prefix? Answer in the unit asked for.")
+
+
+def test_factor_note_inverse_and_nothing():
+    assert factor_note(4.0, 0.25) == \
+        " Your value is the inverse: divided the other way round?"
+    assert factor_note(451, 450) == ""
+    assert factor_note(3 * 450, 450) == ""
+    assert factor_note(0, 450) == ""
+    assert factor_note(450, 0) == ""
+    assert factor_note(math.nan, 450) == ""
+
+
+def test_factor_note_tolerance_is_a_tenth_of_a_percent():
+    assert factor_note(2 * 450 * (1 + 5e-4), 450) != ""
+    assert factor_note(2 * 450 * (1 + 5e-3), 450) == ""
+
+
+@given(want=st.floats(1e-6, 1e6), k_why=st.sampled_from(SLIPS),
+       larger=st.booleans(), wiggle=st.floats(-4e-4, 4e-4))
+def test_factor_note_finds_any_slipped_value(want, k_why, larger, wiggle):
+    k, why = k_why
+    got = want * (k if larger else 1 / k) * (1 + wiggle)
+    word = "too large" if larger else "too small"
+    assert factor_note(got, want) == f" Your value is {k:.4g}x {word}: {why}"
+
+
+@given(want=st.floats(1e-3, 1e3), ratio=st.floats(1.2, 1.8) | st.floats(2.2, 7.5))
+def test_factor_note_is_silent_for_other_ratios(want, ratio):
+    if math.isclose(want * ratio * want, 1, rel_tol=2e-3):
+        return  # the inverse, which is a named slip
+    assert factor_note(want * ratio, want) == ""
+
+
+@pytest.mark.parametrize("got, want, name", [(None, 1.0, "got"), ("2", 1.0, "got"),
+                                             (True, 1.0, "got"), (1.0, None, "want"),
+                                             (1.0, bw(1), "want"), (1.0, [1.0], "want")])
+def test_factor_note_rejects_non_numbers(got, want, name):
+    with pytest.raises(ValueError, match=f"^{name} must be a real number"):
+        factor_note(got, want)
+
+
+# --- check: passing answers, every kind of expectation ----------------------------------
+@pytest.mark.parametrize("value, expected, kwargs, line", [
+    (bw(450), bw(450), {}, "✓ 1: 450 GB/s per direction"),
+    (bw(900, BD), bw(900.4, BD), {}, "✓ 1: 900 GB/s bidirectional"),
+    (units.DirectionError("mixed"), units.DirectionError, {}, "✓ 1: DirectionError caught"),
+    (units.DirectionError("mixed"), ValueError, {}, "✓ 1: DirectionError caught"),
+    (True, True, {}, "✓ 1: True"),
+    (False, False, {}, "✓ 1: False"),
+    ("PIX", "PIX", {}, "✓ 1: 'PIX'"),
+    ("  p2p/nvlink ", "P2P/NVLink", {}, "✓ 1: '  p2p/nvlink '"),
+    (4, 4, {}, "✓ 1: 4"),
+    (4.0, 4, {}, "✓ 1: 4"),
+    (np.int64(4), 4, {}, "✓ 1: 4"),
+    (50.0, 50.0, {"unit": "GB/s"}, "✓ 1: 50 GB/s"),
+    (50.04, 50.0, {"unit": "GB/s"}, "✓ 1: 50.04 GB/s"),
+    (np.float64(0.88), 0.88, {"unit": "(fraction of spec)"}, "✓ 1: 0.88 (fraction of spec)"),
+    ("2.5", 2.5, {}, "✓ 1: '2.5'"),
+    (2.5, np.array(2.5), {}, "✓ 1: 2.5"),
+    (1.0737418, GIB_GB, {"rel": 1e-6, "unit": "GB"}, "✓ 1: 1.07374 GB"),
+])
+def test_check_passes_and_prints_the_tick(students, capsys, value, expected, kwargs, line):
+    assert check("1", value, expected, **kwargs) is None
+    assert capsys.readouterr().out == line + "\n"
+
+
+def test_check_pass_under_course_tests_too(course_tests, capsys):
+    check("8 (generation)", 3, 3)
+    assert capsys.readouterr().out == "✓ 8 (generation): 3\n"
+
+
+# --- check: failing answers --------------------------------------------------------------
+def test_bandwidth_in_the_wrong_direction_names_the_conversion():
+    msg = failure("1", bw(900, BD), bw(450),
+                  hint="units.Bandwidth.from_gb_per_s(900, 'bidirectional') "
+                       "then .to_per_direction()")
+    assert msg == ("Exercise 1: expected a per_direction figure, got 900 GB/s "
+                   "bidirectional (the right value once converted: call "
+                   ".to_per_direction())\n"
+                   "Hint: units.Bandwidth.from_gb_per_s(900, 'bidirectional') "
+                   "then .to_per_direction()")
+    assert failure("7", bw(450), bw(900, BD)) == (
+        "Exercise 7: expected a bidirectional figure, got 450 GB/s per direction "
+        "(the right value once converted: call .to_bidirectional())")
+
+
+def test_bandwidth_in_the_wrong_direction_and_wrong_value_gives_no_conversion():
+    assert failure("1", bw(450, BD), bw(450)) == (
+        "Exercise 1: expected a per_direction figure, got 450 GB/s bidirectional")
+
+
+@given(gb=st.floats(1e-3, 1e4), rel=st.sampled_from([1e-6, 1e-3, 1e-2]))
+def test_any_right_bandwidth_in_the_other_direction_gets_the_conversion_hint(gb, rel):
+    msg = failure("x", bw(gb).to_bidirectional(), bw(gb), rel=rel)
+    assert msg.endswith("(the right value once converted: call .to_per_direction())")
+
+
+@pytest.mark.parametrize("k, why", SLIPS)
+def test_bandwidth_off_by_a_classic_factor_names_it(k, why):
+    msg = failure("9", bw(450 * k), bw(450))
+    assert msg.startswith("Exercise 9: expected 450 GB/s per direction (within 0.1%), "
+                          "got ")
+    assert msg.endswith(f". Your value is {k:.4g}x too large: {why}")
+
+
+def test_bandwidth_off_by_two_exact_text():
+    assert failure("8", bw(25), bw(50), hint="4 lanes") == (
+        "Exercise 8: expected 50 GB/s per direction (within 0.1%), got 25 GB/s per "
+        "direction. Your value is 2x too small: per direction vs bidirectional?\n"
+        "Hint: 4 lanes")
+
+
+def test_bandwidth_expected_but_a_number_given():
+    assert failure("2", 450.0, bw(450)) == (
+        "Exercise 2: expected a units.Bandwidth (a value with a direction), "
+        "got float 450.0")
+
+
+def test_exception_class_expected():
+    assert failure("4", "per_dir + bidir", units.DirectionError,
+                   hint="store the exception object itself") == (
+        "Exercise 4: expected the DirectionError you caught, got 'per_dir + bidir'\n"
+        "Hint: store the exception object itself")
+    # the class itself is not the object caught
+    assert failure("4", units.DirectionError, units.DirectionError).startswith(
+        "Exercise 4: expected the DirectionError you caught, got <class ")
+
+
+def test_bool_expected():
+    assert failure("5", False, True) == "Exercise 5: expected True, got False"
+    assert failure("5", (True, "reason"), True) == (
+        "Exercise 5: expected True or False, got tuple (True, 'reason') "
+        "(a function returning (verdict, reason)? keep the verdict)")
+    assert failure("5", 1, True).startswith("Exercise 5: expected True or False, got int 1")
+
+
+def test_str_expected():
+    assert failure("1", "PHB", "NV18") == "Exercise 1: expected 'NV18', got 'PHB'"
+    assert failure("3", ("P2P/CUMEM", "why"), "P2P/NVLink") == (
+        "Exercise 3: expected a string (str), got tuple ('P2P/CUMEM', 'why') "
+        "(a function returning (answer, reason)? keep the answer)")
+
+
+def test_int_expected_is_exact():
+    assert failure("2", 8, 4) == "Exercise 2: expected 4, got 8"
+    assert failure("2", 4.001, 4) == "Exercise 2: expected 4, got 4.001"
+    assert failure("2", "4", 4) == "Exercise 2: expected 4, got '4'"
+    assert failure("2", True, 1) == "Exercise 2: expected 1, got True"
+    assert failure("2", np.array([4, 4]), 4) == "Exercise 2: expected 4, got array([4, 4])"
+
+
+def test_float_expected_messages():
+    assert failure("2", 400, 50.0, unit="GB/s",
+                   hint="units.Gbit is the number of bytes in one gigabit") == (
+        "Exercise 2: expected 50 GB/s (within 0.1%), got 400 GB/s. Your value is 8x "
+        "too large: bits vs bytes? (1 byte = 8 bits)\n"
+        "Hint: units.Gbit is the number of bytes in one gigabit")
+    assert failure("3", 1.0, GIB_GB, rel=1e-6, unit="GB") == (
+        "Exercise 3: expected 1.07374 GB (within 0.0001%), got 1 GB. Your value is "
+        "1.074x too small: GiB vs GB?")
+    assert failure("5", 106.25, 106.25e9, unit="bit/s") == (
+        "Exercise 5: expected 1.0625e+11 bit/s (within 0.1%), got 106.25 bit/s. Your "
+        "value is 1e+09x too small: a unit prefix? Answer in the unit asked for.")
+    assert failure("6", 0.5, 0.6) == "Exercise 6: expected 0.6 (within 0.1%), got 0.5."
+
+
+def test_float_expected_but_no_number_given():
+    assert failure("11", bw(400), 0.88, unit="(fraction of spec)") == (
+        "Exercise 11: expected a plain number in (fraction of spec), got Bandwidth "
+        f"{bw(400)!r}")
+    assert failure("11", "most", 0.88) == (
+        "Exercise 11: expected a plain number in SI units, got str 'most'")
+
+
+def test_no_hint_no_hint_line():
+    assert "Hint" not in failure("6", 0.5, 0.6)
+
+
+@given(expected=st.floats(1e-12, 1e15) | st.floats(-1e15, -1e-12),
+       rel=st.sampled_from([1e-9, 1e-6, 1e-3, 1e-2]),
+       frac=st.floats(-0.45, 0.45))
+def test_float_tolerance_is_relative(expected, rel, frac):
+    close = expected * (1 + frac * rel)
+    check("t", close, expected, rel=rel)
+    far = expected * (1 + 3 * rel + abs(frac) * rel)
+    with pytest.raises(AssertionError, match=r"^Exercise t: expected "):
+        check("t", far, expected, rel=rel)
+
+
+# --- check: not attempted -----------------------------------------------------------
+@pytest.mark.parametrize("expected", [bw(450), units.DirectionError, True, "PIX", 4, 0.5])
+def test_not_attempted_is_skipped_for_students(students, capsys, expected):
+    assert check("10 (sum)", None, expected) is None
+    assert capsys.readouterr().out == "… exercise 10 (sum): not attempted yet (skipped)\n"
+
+
+@pytest.mark.parametrize("expected", [bw(450), units.DirectionError, True, "PIX", 4, 0.5])
+def test_not_attempted_fails_under_course_tests(course_tests, capsys, expected):
+    with pytest.raises(AssertionError) as info:
+        check("10 (sum)", None, expected, hint="not shown")
+    assert str(info.value) == "Exercise 10 (sum): not answered"
+    assert capsys.readouterr().out == ""
+
+
+def test_solutions_switch_other_than_1_still_skips(monkeypatch, capsys):
+    monkeypatch.setenv("GPULAB_LAB_SOLUTIONS", "0")
+    check("1", None, 1.0)
+    assert "not attempted yet (skipped)" in capsys.readouterr().out
+
+
+def test_unanswered(students, capsys):
+    assert unanswered("2", None) is True
+    assert capsys.readouterr().out == "… exercise 2: not attempted yet (skipped)\n"
+    assert unanswered("2", print) is False
+    assert unanswered("2", 0) is False
+    assert unanswered("2", "") is False
+    assert capsys.readouterr().out == ""
+
+
+def test_unanswered_under_course_tests(course_tests):
+    with pytest.raises(AssertionError, match=r"^Exercise 1: not answered$"):
+        unanswered("1", None)
+    assert unanswered("1", 3.0) is False
+
+
+# --- check: bad arguments ----------------------------------------------------------------
+@pytest.mark.parametrize("kwargs, match", [
+    ({"name": ""}, "^name must be a non-empty string"),
+    ({"name": "  "}, "^name must be a non-empty string"),
+    ({"name": 3}, "^name must be a non-empty string"),
+    ({"rel": 0}, r"^rel must be a relative tolerance in \(0, 1\)"),
+    ({"rel": 1}, r"^rel must be a relative tolerance in \(0, 1\)"),
+    ({"rel": -1e-3}, r"^rel must be a relative tolerance in \(0, 1\)"),
+    ({"rel": 5}, r"^rel must be a relative tolerance in \(0, 1\)"),
+    ({"rel": math.nan}, r"^rel must be a relative tolerance in \(0, 1\)"),
+    ({"rel": True}, r"^rel must be a relative tolerance in \(0, 1\)"),
+    ({"rel": "1e-3"}, r"^rel must be a relative tolerance in \(0, 1\)"),
+    ({"rel": None}, r"^rel must be a relative tolerance in \(0, 1\)"),
+    ({"hint": None}, "^hint must be a string"),
+    ({"hint": ["a"]}, "^hint must be a string"),
+    ({"unit": 8}, "^unit must be a string"),
+    ({"expected": None}, "^expected must be the right answer, not None"),
+    ({"expected": [1.0]}, "^expected must be a units.Bandwidth, a class, a bool, a str"),
+    ({"expected": (8, 2, 2)}, "^expected must be a units.Bandwidth"),
+    ({"expected": np.array([1.0, 2.0])}, "^expected must be a units.Bandwidth"),
+    ({"expected": math.inf}, "^expected must be a finite number"),
+    ({"expected": math.nan}, "^expected must be a finite number"),
+])
+@pytest.mark.parametrize("value", [None, 1.0])
+def test_check_rejects_bad_arguments(students, capsys, kwargs, match, value):
+    args = {"name": "1", "value": value, "expected": 1.0} | kwargs
+    with pytest.raises(ValueError, match=match):
+        check(**args)
+    assert capsys.readouterr().out == ""  # nothing printed, not even a skip line
+
+
+def test_check_rejects_bad_name_in_unanswered():
+    with pytest.raises(ValueError, match="^name must be a non-empty string"):
+        unanswered("", None)
+
+
+# --- check_slips -------------------------------------------------------------------
+RING = [(2 ** 22 * 7 / 8, "That is one phase only."),
+        (2 ** 22 * 7 / 4 / 4, "That counts elements.")]
+
+
+def test_check_slips_names_the_first_matching_slip():
+    with pytest.raises(AssertionError) as info:
+        check_slips("3", 2 ** 22 * 7 / 8, RING)
+    assert str(info.value) == "Exercise 3: got 3.67002e+06. That is one phase only."
+    with pytest.raises(AssertionError, match=r"^Exercise 3: got 1\.83501e\+06\. That "
+                                             r"counts elements\.$"):
+        check_slips("3", np.float64(2 ** 22 * 7 / 16), RING)
+
+
+def test_check_slips_silent_otherwise(capsys):
+    for value in (2 ** 22 * 7 / 4, None, bw(450), "abc", [1, 2], 3.67002e6):
+        assert check_slips("3", value, RING) is None
+    assert check_slips("3", 1.0, []) is None
+    assert capsys.readouterr().out == ""
+
+
+def test_check_slips_tolerance():
+    slips = [(100.0, "slip")]
+    check_slips("x", 100.001, slips)                 # 1e-5 off: default rel 1e-6
+    with pytest.raises(AssertionError):
+        check_slips("x", 100.001, slips, rel=1e-4)
+    with pytest.raises(AssertionError):
+        check_slips("x", 100.00001, slips)
+
+
+def test_check_slips_numbers_from_strings_and_arrays():
+    with pytest.raises(AssertionError, match="^Exercise 4: got 7. n - 1$"):
+        check_slips("4", "7", [(7, "n - 1")])
+    with pytest.raises(AssertionError, match="^Exercise 4: got 7. n - 1$"):
+        check_slips("4", 7, [(np.array(7.0), "n - 1")])
+
+
+@given(wrong=st.floats(1e-9, 1e12), rel=st.sampled_from([1e-9, 1e-6, 1e-3]),
+       frac=st.floats(-0.45, 0.45))
+def test_check_slips_catches_values_within_rel(wrong, rel, frac):
+    with pytest.raises(AssertionError, match="^Exercise s: got .*\\. why$"):
+        check_slips("s", wrong * (1 + frac * rel), [(wrong, "why")], rel=rel)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"name": ""}, "^name must be a non-empty string"),
+    ({"rel": 0}, r"^rel must be a relative tolerance in \(0, 1\)"),
+    ({"rel": 1.0}, r"^rel must be a relative tolerance in \(0, 1\)"),
+    ({"slips": 5}, r"^slips must be a list of \(wrong value, why\) pairs"),
+    ({"slips": "7"}, r"^slips must be a list of \(wrong value, why\) pairs"),
+    ({"slips": {7.0: "why"}}, r"^slips must be a list of \(wrong value, why\) pairs"),
+    ({"slips": [(7.0,)]}, r"^slips\[0\] must be a \(wrong value, why\) pair"),
+    ({"slips": [(7.0, "ok"), ("7", "why")]}, r"^slips\[1\] must be"),
+    ({"slips": [(7.0, None)]}, r"^slips\[0\] must be"),
+    ({"slips": [(True, "why")]}, r"^slips\[0\] must be"),
+    ({"slips": [7.0]}, r"^slips\[0\] must be"),
+])
+def test_check_slips_rejects_bad_arguments(kwargs, match):
+    args = {"name": "1", "value": 7.0, "slips": [(7.0, "why")]} | kwargs
+    with pytest.raises(ValueError, match=match):
+        check_slips(**args)
+
+
+# --- tables ------------------------------------------------------------------------
+def test_markdown_table_of_mappings():
+    rows = [{"GPU": 0, "verdict": "PASS", "extra": "ignored"}, {"GPU": 1}]
+    assert markdown_table(rows, ("GPU", "verdict")) == (
+        "| GPU | verdict |\n|---|---|\n| 0 | PASS |\n| 1 |  |")
+
+
+def test_markdown_table_of_sequences_with_notes():
+    rows = [("GPU0–GPU1", "NV18", "yes [1]"), ["GPU0–GPU2", "SYS", "no [2]"]]
+    text = markdown_table(rows, ["pair", "class", "P2P"],
+                          notes=["[1] NVLink", "[2] across sockets"])
+    assert text.splitlines() == [
+        "| pair | class | P2P |", "|---|---|---|",
+        "| GPU0–GPU1 | NV18 | yes [1] |", "| GPU0–GPU2 | SYS | no [2] |",
+        "", "[1] NVLink  ", "[2] across sockets  "]
+
+
+def test_markdown_table_keeps_cells_on_one_line():
+    text = markdown_table([{"a": "x | y", "b": "two\nlines"}], ("a", "b"))
+    assert text.splitlines()[2] == r"| x \| y | two lines |"
+
+
+def test_markdown_table_of_no_rows():
+    assert markdown_table([], ("a",)) == "| a |\n|---|"
+
+
+@pytest.mark.parametrize("rows, columns, notes, match", [
+    ([], (), (), "^columns must be a non-empty sequence of str"),
+    ([], "ab", (), "^columns must be a non-empty sequence of str"),
+    ([], ("a", 1), (), "^columns must be a non-empty sequence of str"),
+    ([], None, (), "^columns must be a non-empty sequence of str"),
+    ([("x",)], ("a", "b"), (), r"^rows\[0\] must be a mapping or a sequence of 2 cells"),
+    ([{"a": 1}, "ab"], ("a", "b"), (), r"^rows\[1\] must be"),
+    ([], ("a",), [3], "^notes must be a string"),
+])
+def test_markdown_table_rejects_bad_arguments(rows, columns, notes, match):
+    with pytest.raises(ValueError, match=match):
+        markdown_table(rows, columns, notes=notes)
+
+
+def test_show_table_displays_the_markdown(monkeypatch):
+    ipd = pytest.importorskip("IPython.display")
+    shown = []
+    monkeypatch.setattr(ipd, "display", shown.append)
+    rows = [{"check": "links", "verdict": "PASS"}]
+    assert show_table(rows, ("check", "verdict"), notes=["n"]) is None
+    assert len(shown) == 1 and isinstance(shown[0], ipd.Markdown)
+    assert shown[0].data == markdown_table(rows, ("check", "verdict"), notes=["n"])
+
+
+def test_show_table_checks_before_importing():
+    with pytest.raises(ValueError, match="^columns"):
+        show_table([], ())
