@@ -29,7 +29,7 @@ import numpy as np
 
 from . import links, pcie, specs, systems
 from ._validate import as_number, check_choice, check_int
-from .links import _per_direction_rate
+from .links import per_direction_rate
 
 __all__ = ["ring_allreduce_time", "algbw", "busbw", "busbw_factor", "BUSBW_OPS",
            "COLLECTIVES", "ALGORITHMS", "PROTOCOLS", "TRANSPORTS", "Prediction",
@@ -78,7 +78,7 @@ def ring_allreduce_time(message_bytes, n_ranks, bandwidth, latency=0.0):
     """
     s = as_number("message_bytes", message_bytes, low=0)
     n = check_int("n_ranks", n_ranks, low=1, high=1_000_000)
-    b = _per_direction_rate(bandwidth)
+    b = per_direction_rate(bandwidth)
     a = as_number("latency", latency, low=0)
     steps = 2 * (n - 1)
     return steps * a + steps / n * s / b

@@ -167,7 +167,13 @@ def nvlink_gpu_bandwidth(generation, n_links=None, *, raw=False):
     return gpu_bandwidth(nvlink_link_bandwidth(generation, raw=raw), n)
 
 
-def _per_direction_rate(bandwidth):
+def per_direction_rate(bandwidth):
+    """A per-direction rate in bytes/s from a plain number or a per-direction
+    :class:`gpulab.units.Bandwidth`; a bidirectional figure raises DirectionError.
+
+    >>> per_direction_rate(units.Bandwidth(25e9, units.PER_DIRECTION))
+    25000000000.0
+    """
     if isinstance(bandwidth, units.Bandwidth):
         if bandwidth.direction != units.PER_DIRECTION:
             raise units.DirectionError(
@@ -210,7 +216,7 @@ def transfer_time(message_bytes, latency, bandwidth):
     """
     s = as_number("message_bytes", message_bytes, low=0)
     a = as_number("latency", latency, low=0)
-    b = _per_direction_rate(bandwidth)
+    b = per_direction_rate(bandwidth)
     return a + s / b
 
 
@@ -237,7 +243,7 @@ def half_bandwidth_size(latency, bandwidth):
     4.5
     """
     a = as_number("latency", latency, low=0)
-    return a * _per_direction_rate(bandwidth)
+    return a * per_direction_rate(bandwidth)
 
 
 def fit_alpha_beta(message_bytes, times, *, weighting="relative"):

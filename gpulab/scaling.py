@@ -1,6 +1,6 @@
 r"""Why interconnect matters: compute vs link growth, and N-GPU scaling efficiency.
 
-Two questions from Chapter 1:
+Two questions of the scaling topic:
 
 1. *How much faster did compute and NVLink get between GPU generations?* Compare
    like with like (dense FP16/BF16 with dense FP16/BF16; per-direction link rate
@@ -112,7 +112,7 @@ def growth_table(gpus=None, baseline="V100"):
     """Rows of ``{gpu, metric: ratio to baseline}`` for compute, NVLink and HBM.
 
     FP8 is left out: the baseline V100 has none, and comparing FP8 with FP16 is the
-    apples-to-oranges mistake Chapter 1 corrects.
+    apples-to-oranges mistake the course corrects.
     """
     if gpus is None:
         names = specs.gpu_names()

@@ -494,13 +494,12 @@ def _system(doc, name, value):
     fabric = nvlink.fabric
     domain = nvlink.domain_gpus
     pc = r.sub("pcie", ("generation", "lanes", "max_payload_bytes"))
-    from . import pcie as _pcie  # late: gpulab.pcie imports this module
     pcie = PCIeConfig(
         generation=pc.choice("generation",
                              [g.generation for g in specs.pcie_generations()]),
-        lanes=pc.choice("lanes", _pcie.protocol_constant("link_widths")),
+        lanes=pc.choice("lanes", list(specs.assumption("pcie", "link_widths"))),
         max_payload_bytes=pc.choice("max_payload_bytes",
-                                    _pcie.protocol_constant("max_payload_bytes")))
+                                    list(specs.assumption("pcie", "max_payload_bytes"))))
     hc = r.sub("host_copy", ("source", "pinned", "pageable"))
     parts = {}
     for mem, kind in (("pinned", "efficiency"), ("pageable", "memcpy")):
@@ -563,10 +562,11 @@ def _collective_model(r):
             tt = tr.sub(t, keys + ("collectives",), optional=keys + ("collectives",))
             d = {k: tt.number(k, 0) for k in keys if k in tt.value}
             if "collectives" in tt.value:
-                from .collectives import COLLECTIVES    # late: imports this module
-                cs = tt.sub("collectives", COLLECTIVES, optional=COLLECTIVES)
+                # the collectives the shared model (nccl_model.yaml) calibrates
+                modelled = tuple(specs.assumption("nccl", f"transports/{t}/collectives"))
+                cs = tt.sub("collectives", modelled, optional=modelled)
                 d["collectives"] = {}
-                for c in COLLECTIVES:
+                for c in modelled:
                     if c not in cs.value:
                         continue
                     e = cs.sub(c, _CM_COLLECTIVE_KEYS, optional=_CM_COLLECTIVE_KEYS)

@@ -61,6 +61,7 @@ from . import links, pcie, specs, units
 from ._validate import check_choice, check_int
 
 __all__ = [
+    "pair_table",
     "Topology", "TopoMatrix", "TopoParseError", "CPULink",
     "NODE_KINDS", "EDGE_KINDS", "PATH_CLASSES", "IOMMU_MODES", "P2P_LEVELS",
     "assumption", "cpu_link", "cpu_links",
@@ -1495,3 +1496,46 @@ def render_topo_matrix(topo):
         for i, d in enumerate(topo.nics):
             out.append(f"  NIC{i}: {g.nodes[d].get('device', f'mlx5_{i}')}")
     return "\n".join(out) + "\n"
+
+
+def pair_table(topo, *, acs_enabled=False, iommu="off", p2p_level="PXB"):
+    """One row per GPU pair: path class, P2P verdict, NCCL transport, bottleneck.
+
+    What ``gpulab topo`` prints and the labs tabulate for a server.
+
+    Parameters
+    ----------
+    topo : Topology
+    acs_enabled : bool
+        ACS P2P redirect on in the PCIe switches.
+    iommu : str
+        One of :data:`IOMMU_MODES`.
+    p2p_level : str
+        ``NCCL_P2P_LEVEL`` as :func:`nccl_transport` takes it.
+
+    Returns
+    -------
+    list of dict
+        Keys ``pair`` ("GPU0-GPU1"), ``class`` (path class), ``p2p`` ("yes"/"no"),
+        ``p2p_reason``, ``nccl_transport``, ``nccl_reason`` and ``bottleneck`` (a
+        per-direction :class:`gpulab.units.Bandwidth`).
+
+    Examples
+    --------
+    >>> rows = pair_table(layout_a())
+    >>> rows[0]["pair"], rows[0]["p2p"]
+    ('GPU0-GPU1', 'yes')
+    """
+    check_topology(topo)
+    rows = []
+    g = topo.graph
+    for a, b in itertools.combinations(topo.gpus, 2):
+        ok, why = p2p_possible(topo, a, b, acs_enabled=acs_enabled, iommu=iommu)
+        transport, nccl_why = nccl_transport(topo, a, b, acs_enabled=acs_enabled,
+                                             iommu=iommu, p2p_level=p2p_level)
+        rows.append({"pair": f"{g.nodes[a]['label']}-{g.nodes[b]['label']}",
+                     "class": path_class(topo, a, b),
+                     "p2p": "yes" if ok else "no", "p2p_reason": why,
+                     "nccl_transport": transport, "nccl_reason": nccl_why,
+                     "bottleneck": bottleneck_bandwidth(topo, a, b)})
+    return rows

@@ -106,7 +106,7 @@ def test_table_output_reads_back_with_the_nccl_tests_reader():
     rows = _rows()
     parts = [B.format_header(_meta())]
     for coll in ("all_reduce", "all_gather", "alltoall"):
-        parts += [f"#\n# Collective test starting: {coll}_perf", B._table_head(coll)]
+        parts += [f"#\n# Collective test starting: {coll}_perf", B.core.table_head(coll)]
         parts += [B.format_row(r) for r in rows if r["collective"] == coll]
     parts.append("# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 100 \n#")
     sweeps = nccltests.parse_all("\n".join(parts) + "\n")

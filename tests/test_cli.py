@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from gpulab import cli, links, pcie, specs, systems
-from gpulab.cli_predict import parse_size, sweep_sizes
+from gpulab.cli.predict import parse_size, sweep_sizes
 
 FORMATS = ("table", "csv", "json")
 NVLINK_STATUS = resources.files("gpulab").joinpath(

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import yaml
 
-from .. import scaling, specs
+from .. import specs
 from .._validate import as_number, check_choice, check_int
 
 
@@ -57,7 +57,7 @@ def assumption(name):
     (12.0, 0.4)
     """
     if name == "mfu":
-        return scaling.assumption("mfu")
+        return float(specs.assumption("course", "mfu"))
     return float(specs.assumption("parallelism", name))
 
 

@@ -1,4 +1,4 @@
-"""``gpulab topo FILE``: read `nvidia-smi topo -m` output (PCIe chapter).
+"""``gpulab topo FILE``: read `nvidia-smi topo -m` output.
 
 For each GPU pair: the path class, whether peer-to-peer DMA is possible and
 why, the transport NCCL would pick, and the bottleneck bandwidth per direction
@@ -6,35 +6,11 @@ why, the transport NCCL would pick, and the bottleneck bandwidth per direction
 """
 from __future__ import annotations
 
-import itertools
-
-from . import topology, units
-
-
-def _rows(topo, args):
-    rows = []
-    g = topo.graph
-    for a, b in itertools.combinations(topo.gpus, 2):
-        ok, why = topology.p2p_possible(topo, a, b, acs_enabled=args.acs,
-                                        iommu=args.iommu)
-        transport, nccl_why = topology.nccl_transport(
-            topo, a, b, acs_enabled=args.acs, iommu=args.iommu,
-            p2p_level=args.p2p_level)
-        bw = topology.bottleneck_bandwidth(topo, a, b)
-        rows.append({"pair": f"{g.nodes[a]['label']}-{g.nodes[b]['label']}",
-                     "class": topology.path_class(topo, a, b),
-                     "p2p": "yes" if ok else "no",
-                     "p2p_reason": why,
-                     "nccl_transport": transport,
-                     "nccl_reason": nccl_why,
-                     "bottleneck_GBps_per_direction":
-                         f"{bw.bytes_per_s / units.GB:.1f}"})
-    return rows
+from .. import topology, units
+from .base import emit
 
 
 def _cmd_topo(args, out):
-    from . import cli
-
     try:
         with open(args.file, encoding="utf-8", errors="replace") as fh:
             text = fh.read()
@@ -48,9 +24,14 @@ def _cmd_topo(args, out):
     except topology.TopoParseError as exc:
         raise ValueError(f"{args.file}: line {exc.lineno}: {exc.message}: "
                          f"{exc.line!r}") from None
-    rows = _rows(topo, args)
+    rows = []
+    for r in topology.pair_table(topo, acs_enabled=args.acs, iommu=args.iommu,
+                                 p2p_level=args.p2p_level):
+        bw = r.pop("bottleneck")
+        rows.append({**r, "bottleneck_GBps_per_direction":
+                     f"{bw.bytes_per_s / units.GB:.1f}"})
     if args.format != "table":
-        cli.emit(rows, args.format, out)
+        emit(rows, args.format, out)
         return 0
     # table: reasons as numbered notes under the table, so rows stay short
     notes = {}
@@ -67,7 +48,7 @@ def _cmd_topo(args, out):
     if not short:
         out.write("no GPU pairs in the matrix (one GPU)\n")
         return 0
-    cli.emit(short, "table", out)
+    emit(short, "table", out)
     out.write("\n")
     for text, n in notes.items():
         out.write(f"[{n}] {text}\n")

@@ -15,83 +15,17 @@ rank counts; a fit on 8 or more ranks sets both.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import os
 
-import numpy as np
-import yaml
 
-from . import collectives, systems
-from .cli_compare import _positive_int, _read_sweeps, band_summary
+from .. import calibration, collectives, systems
+from ..files import write_atomic
+from .base import emit, positive_int, read_sweeps
 
-__all__ = ["fit_sweeps", "system_yaml", "register"]
-
-
-def fit_sweeps(sweeps, system, transport="p2p", n_ranks=None, gpus_per_process=None):
-    """Calibrate each ``(collective, sweep)`` pair; returns ``{collective: entry}``.
-
-    ``entry`` holds ``launch_s``, ``efficiency``, the ranks, the GPUs per process
-    and the sweep's sizes (for the residuals). A collective measured in several
-    files is fitted on the per-size median of their times. GPUs per process:
-    ``gpus_per_process`` if given, else the nccl-tests header's ``nGpus``, else
-    every rank of a node (nccl-tests ``-g N``); a gpulab.bench (torchrun) run has
-    one process per GPU.
-    """
-    system = systems.resolve(system)
-    by_coll = {}
-    for coll, sw in sweeps:
-        n = n_ranks or sw.n_ranks
-        if n is None:
-            raise ValueError(f"n_ranks: {sw.source} does not say how many ranks ran")
-        keep = (sw.size_bytes > 0) & np.isfinite(sw.time_s)
-        g = gpus_per_process
-        if g is None and str(sw.config.get("nGpus", "")).isdigit():
-            g = int(sw.config["nGpus"])
-        by_coll.setdefault((coll, n, g), []).append(
-            dict(zip(sw.size_bytes[keep].astype(float), sw.time_s[keep])))
-    out = {}
-    for (coll, n, g), tables in by_coll.items():
-        sizes = sorted(set().union(*tables))
-        times = [float(np.median([t[s] for t in tables if s in t])) for s in sizes]
-        if coll in out:
-            raise ValueError(f"{coll} measured with different rank counts or GPUs per "
-                             "process; fit one kind of run at a time (--ranks, "
-                             "--gpus-per-process)")
-        got = collectives.calibrate(coll, sizes, times, n, system, transport=transport,
-                                    gpus_per_process=g)
-        out[coll] = {**got, "n_ranks": n, "gpus_per_process": g,
-                     "sizes": np.array(sizes), "times": np.array(times)}
-    return out
-
-
-def system_yaml(base, name, fits, transport, sources):
-    """YAML text of a system inheriting preset ``base`` with the fitted terms."""
-    entries = {}
-    for coll, f in fits.items():
-        e = {"launch_s": float(f"{f['launch_s']:.6g}"),
-             "efficiency": float(f"{f['efficiency']:.5f}")}
-        if f["n_ranks"] >= 8:
-            e["efficiency_8"] = e["efficiency"]
-        entries[coll] = e
-    today = _dt.date.today().isoformat()
-    doc = {"systems": {name: {
-        "base": base,
-        "description": f"{base} calibrated by gpulab fit on {', '.join(sources)}",
-        "source": f"gpulab fit on measured sweeps: {', '.join(sources)}",
-        "accessed": today,
-        "collective_model": {
-            "source": f"gpulab fit ({transport}), {today}: launch_s and efficiency per "
-                      "collective from gpulab.collectives.calibrate",
-            "transports": {transport: {"collectives": entries}}}}}}
-    return ("# Written by gpulab fit. Inherits every field of the preset named in\n"
-            "# 'base'; the collective_model section overrides the shared model.\n"
-            + yaml.safe_dump(doc, sort_keys=False))
+__all__ = ["register"]
 
 
 def _cmd_fit(args, out):
-    from .bench import write_atomic
-    from .cli import emit
-
     parser = args._fit_parser
     if args.system not in systems.names():
         parser.error(f"argument --system: must be a preset to inherit from "
@@ -103,7 +37,7 @@ def _cmd_fit(args, out):
     transport = args.transport or "p2p"
     pairs = []
     for path in args.files:
-        sweeps = _read_sweeps(parser, path)
+        sweeps = read_sweeps(parser, path)
         for s in sweeps:
             coll = s.collective or args.collective
             if coll is None:
@@ -118,12 +52,12 @@ def _cmd_fit(args, out):
     if not pairs:
         parser.error("argument FILE: no sweep to fit")
     try:
-        fits = fit_sweeps(pairs, args.system, transport, args.ranks,
+        fits = calibration.fit_sweeps(pairs, args.system, transport, args.ranks,
                           args.gpus_per_process)
     except ValueError as exc:
         parser.error(str(exc))
     name = args.name or os.path.splitext(os.path.basename(args.output))[0]
-    text = system_yaml(args.system, name, fits, transport,
+    text = calibration.system_yaml(args.system, name, fits, transport,
                        [os.path.basename(p) for p in args.files])
     write_atomic(args.output, text)
     fitted = systems.load(args.output)[name]          # the file must load back
@@ -134,7 +68,7 @@ def _cmd_fit(args, out):
                                        transport=transport, nvls=False,
                                        gpus_per_process=f["gpus_per_process"])
             err = (pred.time / f["times"] - 1) * 100
-            for band in band_summary([{"size_bytes": int(s), "time_err_pct": float(e)}
+            for band in calibration.band_summary([{"size_bytes": int(s), "time_err_pct": float(e)}
                                       for s, e in zip(f["sizes"], err)]):
                 rows.append({"collective": coll, "ranks": f["n_ranks"], "fit": label,
                              "band": band["band"],
@@ -167,10 +101,10 @@ def register(sub, fmt):
     s.add_argument("--name", help="system name in the file (default: the file's stem)")
     s.add_argument("--transport", choices=collectives.TRANSPORTS,
                    help="p2p (default) or shm (the run used NCCL_P2P_DISABLE=1)")
-    s.add_argument("--ranks", type=_positive_int, metavar="N",
+    s.add_argument("--ranks", type=positive_int, metavar="N",
                    help="ranks of the run (default: from the file)")
     s.add_argument("--collective", metavar="NAME", help="fit only this collective")
-    s.add_argument("--gpus-per-process", type=_positive_int, metavar="G",
+    s.add_argument("--gpus-per-process", type=positive_int, metavar="G",
                    help="GPUs each process of the run drove (default: nccl-tests' "
                         "nGpus header, else all ranks of a node; give 1 for MPI or "
                         "gpulab.bench runs)")

@@ -32,10 +32,10 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import os
 import re
 
-from . import collectives, pcie, systems, units
+from .. import collectives, pcie, systems, units
+from .base import emit, nvls_enabled
 
 __all__ = ["register", "parse_size", "sweep_sizes"]
 
@@ -96,7 +96,6 @@ def sweep_sizes(min_bytes, max_bytes, factor):
 
 
 def _list_systems(args, out):
-    from .cli import emit
 
     rows = []
     for name in systems.names():
@@ -162,7 +161,6 @@ def _cmd_predict(args, out):
 
 
 def _predict_copy(args, out, system, sizes):
-    from .cli import emit
 
     memory = args.memory or "pinned"
     times = pcie.copy_time([float(s) for s in sizes], args.copy, memory=memory,
@@ -207,7 +205,6 @@ def _nccl_time(us):
 
 
 def _predict_collective(args, out, system, sizes):
-    from .cli import emit
 
     parser = args._predict_parser
     n = system.n_gpus if args.ranks is None else args.ranks
@@ -217,7 +214,7 @@ def _predict_collective(args, out, system, sizes):
     transport = args.transport or "p2p"
     algorithm = args.algorithm or "auto"
     protocol = args.protocol or "auto"
-    nvls = _nvls_enabled(args.nvls)
+    nvls = nvls_enabled(args.nvls)
     try:
         pred = collectives.predict(args.collective, [float(s) for s in sizes], n,
                                    system, transport=transport, algorithm=algorithm,
@@ -247,13 +244,6 @@ def _predict_collective(args, out, system, sizes):
     return 0
 
 
-def _nvls_enabled(choice):
-    """--nvls: ``on``/``off``, or ``auto`` = as NCCL would here: off when the
-    environment sets ``NCCL_NVLS_ENABLE=0`` (NVLink multicast disabled), else on
-    wherever the switch supports it."""
-    if choice in ("on", "off"):
-        return choice == "on"
-    return os.environ.get("NCCL_NVLS_ENABLE", "").strip() != "0"
 
 
 def _collective_table(args, out, system, n, transport, sizes, pred):
@@ -280,7 +270,7 @@ def _collective_table(args, out, system, n, transport, sizes, pred):
         f"({via}), model: NCCL-like (see gpulab.collectives)\n"
         f"# {system.n_gpus}x {system.gpu}; line rate per GPU {line}{net}; algorithm "
         f"{args.algorithm or 'auto'}, protocol {args.protocol or 'auto'}, NVLS "
-        f"{'allowed' if _nvls_enabled(args.nvls) else 'off'} (--nvls "
+        f"{'allowed' if nvls_enabled(args.nvls) else 'off'} (--nvls "
         f"{args.nvls or 'auto'}); {gpp} GPU(s) per process ({gpp_how})\n"
         "# Predicted, not measured: nccl-tests' out-of-place columns; #wrong is N/A "
         "(nothing validated)\n"

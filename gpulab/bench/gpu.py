@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import subprocess
 
-from . import bench as B
-from .collectives import busbw_factor
+from ..collectives import busbw_factor
+from . import core as B
 
 _TORCH_DTYPES = {"float": "float32", "half": "float16", "bfloat16": "bfloat16",
                  "double": "float64", "int32": "int32"}
@@ -109,11 +109,11 @@ def _time_op(torch, dist, op, warmup, iters):
     torch.cuda.synchronize()
     dist.barrier()
     torch.cuda.synchronize()
-    start = B._clock()
+    start = B.clock()
     for _ in range(iters):
         op()
     torch.cuda.synchronize()
-    return (B._clock() - start) / iters
+    return (B.clock() - start) / iters
 
 
 def _copy_sweep(torch, kind, sizes, warmup, iters):
@@ -121,7 +121,7 @@ def _copy_sweep(torch, kind, sizes, warmup, iters):
     for size in sizes:
         if kind == "p2p":
             if torch.cuda.device_count() < 2:
-                B._log("p2p copy needs two visible GPUs; skipped")
+                B.log("p2p copy needs two visible GPUs; skipped")
                 return rows
             src = torch.empty(size, dtype=torch.uint8, device="cuda:0")
             dst = torch.empty(size, dtype=torch.uint8, device="cuda:1")
@@ -137,11 +137,11 @@ def _copy_sweep(torch, kind, sizes, warmup, iters):
         for _ in range(warmup):
             op()
         torch.cuda.synchronize()
-        start = B._clock()
+        start = B.clock()
         for _ in range(iters):
             op()
         torch.cuda.synchronize()
-        t = (B._clock() - start) / iters
+        t = (B.clock() - start) / iters
         rows.append({"kind": kind, "size_bytes": size, "time_us": t * 1e6,
                      "bandwidth_GBps": size / t / 1e9,
                      "direction": "per_direction"})
@@ -155,13 +155,13 @@ def run(args, sizes, torch, dist):
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
     rank, world = dist.get_rank(), dist.get_world_size()
     dtype = getattr(torch, _TORCH_DTYPES[args.datatype])
-    dev = {"rank": rank, "pid": os.getpid(), "host": B._host(), "device": local,
+    dev = {"rank": rank, "pid": os.getpid(), "host": B.host(), "device": local,
            "bus_id": torch.cuda.get_device_properties(local).pci_bus_id
            if hasattr(torch.cuda.get_device_properties(local), "pci_bus_id")
            else f"{local}", "name": torch.cuda.get_device_name(local)}
     devices = [None] * world
     dist.all_gather_object(devices, dev)
-    meta = {"tool": "gpulab.bench", "date": B._now(), "n_ranks": world,
+    meta = {"tool": "gpulab.bench", "date": B.now(), "n_ranks": world,
             "min_bytes": sizes[0], "max_bytes": sizes[-1],
             "step": (f"{args.stepbytes}(bytes)" if args.stepbytes
                      else f"{args.stepfactor}(factor)"),
@@ -178,17 +178,17 @@ def run(args, sizes, torch, dist):
     for coll in args.collectives:
         if rank == 0:
             note = (" (torch runs it in place only: both column groups are in-place "
-                    "runs)" if coll in B._IN_PLACE_ONLY else "")
+                    "runs)" if coll in B.IN_PLACE_ONLY else "")
             print(f"#\n# Collective test starting: {coll}_perf{note}", flush=True)
-            print(B._table_head(coll), flush=True)
+            print(B.table_head(coll), flush=True)
         for size in sizes:
             count = B.element_count(coll, size, world, args.datatype)
             nbytes = count * B.DTYPES[args.datatype]
             row = {"collective": coll, "n_ranks": world, "size_bytes": nbytes,
                    "count": count, "type": args.datatype}
-            for prefix, in_place in (("", coll in B._IN_PLACE_ONLY),
+            for prefix, in_place in (("", coll in B.IN_PLACE_ONLY),
                                      ("inplace_", True)):
-                if prefix and coll in B._NO_IN_PLACE:
+                if prefix and coll in B.NO_IN_PLACE:
                     row.update({f"{prefix}{k}": None for k in
                                 ("time_us", "algbw_GBps", "busbw_GBps", "wrong")})
                     continue
@@ -210,12 +210,12 @@ def run(args, sizes, torch, dist):
                 del op
             if rank == 0:
                 print(B.format_row(row), flush=True)
-                B._log(f"{coll} {nbytes} B done")
+                B.log(f"{coll} {nbytes} B done")
             results.append(row)
     if args.copy:
         if rank == 0:
             for kind in args.copy:
-                B._log(f"copy sweep {kind}")
+                B.log(f"copy sweep {kind}")
                 copies += _copy_sweep(torch, kind, sizes, args.warmup_iters,
                                       args.iters)
         dist.barrier()
@@ -234,7 +234,7 @@ def run(args, sizes, torch, dist):
             text = (B.rows_to_json(results, meta) if args.output.endswith(".json")
                     else B.rows_to_csv(results))
             B.write_atomic(args.output, text)
-            B._log(f"wrote {args.output}")
+            B.log(f"wrote {args.output}")
     dist.barrier()
     dist.destroy_process_group()
     return 1 if any(r["wrong"] or (r.get("inplace_wrong") or 0) for r in results) else 0

@@ -1,0 +1,72 @@
+"""Command-line interface: ``gpulab`` (console script) or ``python -m gpulab``.
+
+Subcommands
+-----------
+``gpulab specs {gpus,nvlink,pcie} [--format table|csv|json]``
+    Print the hardware tables from ``gpulab/data`` with their sources.
+``gpulab link (--generation N | --baud GBD --bits B --lanes L) [--coding E] [--links K]``
+    SerDes arithmetic: lane, link and per-GPU bandwidth, per direction and
+    bidirectional.
+``gpulab nvlink-status FILE``
+    Read ``nvidia-smi nvlink --status`` output and compare with the spec.
+``gpulab topo FILE``
+    Read ``nvidia-smi topo -m`` output: path classes, P2P verdicts, NCCL
+    transport and expected bandwidth per GPU pair (:mod:`gpulab.cli.topo`).
+``gpulab predict --copy {h2d,d2h,p2p} --system NAME``
+    Predicted copy times over a size sweep, like a copy benchmark would print.
+``gpulab predict --collective all_reduce --system NAME --ranks N``
+    Predicted collective times, algbw and busbw in nccl-tests' table format
+    (:mod:`gpulab.cli.predict`, model in :mod:`gpulab.collectives`).
+``gpulab fit FILE... --system NAME -o my-system.yaml``
+    Calibrate the collective model's launch cost and efficiency per collective
+    from measured sweeps; the YAML works as ``--system`` (:mod:`gpulab.cli.fit`).
+``gpulab compare FILE [FILE...] --system NAME``
+    Measured nccl-tests sweeps vs the model per size, with the error and a
+    summary per size band (:mod:`gpulab.cli.compare`, readers in
+    :mod:`gpulab.nccltests`).
+
+One module per command (``gpulab.cli.<command>``), each with ``register(subparsers,
+fmt)``; this package only assembles the parser and runs it.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import __version__
+from . import compare, fit, link, nvlink_status, predict, specs, topo
+from .base import emit
+
+__all__ = ["main", "build_parser", "emit", "COMMANDS"]
+
+#: The command modules, in the order ``gpulab --help`` lists them.
+COMMANDS = (specs, link, nvlink_status, topo, predict, compare, fit)
+
+
+def build_parser():
+    """Return the argument parser (exposed for tests and documentation)."""
+    p = argparse.ArgumentParser(
+        prog="gpulab",
+        description="Models of multi-GPU interconnects (units: GB = 1e9 bytes; "
+                    "every bandwidth says per direction or bidirectional).")
+    p.add_argument("--version", action="version", version=f"gpulab {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    fmt = dict(choices=("table", "csv", "json"), default="table",
+               help="output format (default: table)")
+    for command in COMMANDS:
+        command.register(sub, fmt)
+    return p
+
+
+def main(argv=None, out=None):
+    """Run the CLI; return the exit status (2 for usage errors)."""
+    out = sys.stdout if out is None else out
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(out)
+        return 0
+    try:
+        return args.func(args, out)
+    except ValueError as exc:
+        parser.exit(2, f"gpulab {args.command}: error: {exc}\n")

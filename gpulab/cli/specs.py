@@ -1,0 +1,64 @@
+"""``gpulab specs {gpus,nvlink,pcie}``: the hardware tables of ``gpulab/data`` with their
+sources (every bandwidth per direction, and bidirectional where the table says so)."""
+from __future__ import annotations
+
+from .. import links, pcie, specs, units
+from .base import emit
+
+
+def register(sub, fmt):
+    """Add ``gpulab specs`` to the ``gpulab`` parser."""
+    s = sub.add_parser("specs", help="print hardware tables with sources")
+    s.add_argument("table", choices=("gpus", "nvlink", "pcie"))
+    s.add_argument("--sources", action="store_true",
+                   help="include source and accessed columns in the table format")
+    s.add_argument("--format", **fmt)
+    s.set_defaults(func=_cmd_specs)
+
+
+def _specs_rows(table, with_source):
+    if table == "gpus":
+        rows = [{"gpu": g.name, "variant": g.variant,
+                 "fp16_dense_TFLOPS": f"{g.fp16_dense_flops / units.TFLOPS:g}",
+                 "fp8_dense_TFLOPS": ("-" if g.fp8_dense_flops is None
+                                      else f"{g.fp8_dense_flops / units.TFLOPS:g}"),
+                 "memory_GB": f"{g.memory_bytes / units.GB:g}",
+                 "memory_bw_GBps": f"{g.memory_bandwidth / units.GB:g}",
+                 "nvlink": f"NVLink{g.nvlink_generation} x{g.nvlink_links}",
+                 "nvlink_GBps_per_direction":
+                     f"{links.nvlink_gpu_bandwidth(g.nvlink_generation, g.nvlink_links).gb_per_s:g}",
+                 "source": g.source, "accessed": g.accessed} for g in specs.gpus()]
+    elif table == "nvlink":
+        rows = []
+        for g in specs.nvlink_generations():
+            link = links.nvlink_link_bandwidth(g.generation)
+            gpu = links.nvlink_gpu_bandwidth(g.generation)
+            rows.append({
+                "generation": g.generation, "gpu": g.first_gpu,
+                "modulation": g.modulation, "GBd": f"{g.symbol_rate / 1e9:.7g}",
+                "lanes_per_direction": g.lanes_per_direction,
+                "link_GBps_per_direction": f"{link.gb_per_s:g}",
+                "links": g.links_per_gpu,
+                "gpu_GBps_per_direction": f"{gpu.gb_per_s:g}",
+                "gpu_GBps_bidirectional": f"{gpu.to_bidirectional().gb_per_s:g}",
+                "source": g.source, "accessed": g.accessed})
+    else:
+        rows = []
+        for g in specs.pcie_generations():
+            x16 = pcie.encoded_bandwidth(g.generation, 16)
+            rows.append({"generation": g.generation,
+                         "GT_per_s": f"{g.transfer_rate_gt_per_s:g}",
+                         "encoding": g.encoding,
+                         "x16_GBps_per_direction": f"{x16.gb_per_s:.2f}",
+                         "source": g.source, "accessed": g.accessed})
+    if not with_source:
+        for r in rows:
+            r.pop("source")
+            r.pop("accessed")
+    return rows
+
+
+def _cmd_specs(args, out):
+    emit(_specs_rows(args.table, args.sources or args.format != "table"),
+          args.format, out)
+    return 0
