@@ -102,7 +102,7 @@ test: book
 	echo "==> all tests passed"
 
 test-unit: venv
-	$(BIN)/ruff check gpulab tests benchmarks conftest.py
+	$(BIN)/ruff check gpulab tests benchmarks measure scripts conftest.py
 	GPULAB_REQUIRE_BOOK=1 $(PYTEST) tests --doctest-modules gpulab -m "not browser and not jupyterlab"
 
 # GPULAB_LAB_SOLUTIONS=1: the labs' solution cells fill in the answers, so that every

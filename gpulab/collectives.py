@@ -511,7 +511,7 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
     =================================  ==============================================
     hop latencies                      NCCL 2.28.3's tuning table on 2x H200 (ours)
     L_p, pi_p, e_c, h_c, h_g, h_k,     our C++ NCCL sweeps on 2x H200, NVLS off
-    fill                               (benchmarks/fit_nccl_model.py)
+    fill                               (scripts/fit_nccl_model.py)
     S_k, k_max                         NCCL's logged channels on 2x H200
     protocol choice (nccl_tuning)      NCCL's tuning table on 2x H200 (ours)
     8-GPU LL time (bound)              public 8x H20 nccl-tests (DeepEP#303)

@@ -32,7 +32,7 @@ from . import specs, units
 __all__ = ["CopyRun", "copy_bandwidth", "raw_capture", "parse_nvlink_status",
            "NVLinkStatusParseError", "PooledSweep", "FIT_RUNS", "HOLDOUT_RUNS", "PROCS_RUNS",
            "CHECK_RUNS",
-           "collective_run", "pool_runs"]
+           "collective_run", "pool_runs", "parse_nccl_choices"]
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def parse_nvlink_status(text):
     return out
 
 
-#: Our C++ NCCL sweeps on 2x H200 (benchmarks/nccl_sweep.cu, nccl-tests' method),
+#: Our C++ NCCL sweeps on 2x H200 (measure/nccl_sweep.cu, nccl-tests' method),
 #: as ``(run folder, file)`` per transport. FIT_RUNS: every default and
 #: ``NCCL_P2P_DISABLE=1`` sweep before the floor study (four recordings), from which
 #: the collective model is calibrated; HOLDOUT_RUNS: the floor study, recorded later
@@ -286,3 +286,58 @@ def pool_runs(runs):
         lo, hi = np.nanpercentile(kept, [10, 90], axis=0)
         out[coll] = PooledSweep(coll, sizes, lo, hi, 2 * lo * hi / (lo + hi), med, times)
     return out
+
+
+#: One line of NCCL's INFO log (NCCL_DEBUG_SUBSYS=COLL or TUNING,COLL) per call:
+#: ``AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}``.
+_CHOICE_RE = re.compile(r"\b(\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) "
+                        r"channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}")
+_NCCL_OPS = {"AllReduce": "all_reduce", "AllGather": "all_gather",
+             "ReduceScatter": "reduce_scatter", "Broadcast": "broadcast",
+             "Reduce": "reduce"}
+
+
+def parse_nccl_choices(text, collective="all_reduce"):
+    """What NCCL chose for each call of ``collective``, from its INFO log.
+
+    Parameters
+    ----------
+    text : str
+        NCCL's log with ``NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL`` (one line per call).
+    collective : str
+        One of ``all_reduce``, ``all_gather``, ``reduce_scatter``, ``broadcast``,
+        ``reduce``.
+
+    Returns
+    -------
+    dict
+        ``{size_bytes: (algorithm, protocol, channels)}``, algorithm as ``"Ring"``,
+        ``"Tree"``, ``"Nvls"``..., protocol ``"LL"``, ``"LL128"`` or ``"Simple"``;
+        the last line wins where a size was logged more than once.
+
+    Raises
+    ------
+    ValueError
+        If ``text`` is not a str or holds no choice line for ``collective``.
+
+    Examples
+    --------
+    >>> log = "x NCCL INFO AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..1}"
+    >>> parse_nccl_choices(log)
+    {8: ('Ring', 'LL', 2)}
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"text must be the log as a str; got {type(text).__name__}")
+    if collective not in _NCCL_OPS.values():
+        raise ValueError(f"collective must be one of {', '.join(_NCCL_OPS.values())}; "
+                         f"got {collective!r}")
+    out = {}
+    for m in _CHOICE_RE.finditer(text):
+        if _NCCL_OPS.get(m[1]) == collective:
+            proto = {"SIMPLE": "Simple"}.get(m[4], m[4])
+            out[int(m[2])] = (m[3].title(), proto, int(m[6]) - int(m[5]) + 1)
+    if not out:
+        raise ValueError(f"text holds no NCCL choice line for {collective} "
+                         "(NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL)")
+    return out
+

@@ -231,6 +231,11 @@ CASES = [
     Case(measurements.parse_nvlink_status,
          {"text": "GPU 0: NVIDIA H200\n\t Link 0: 26.562 GB/s\n"},
          {"text": [None, 3, 2.5, True, b"GPU 0: x", ["GPU 0: x"]]}),
+    Case(measurements.parse_nccl_choices,
+         {"text": "NCCL INFO AllReduce: 8 Bytes -> Algo RING proto LL "
+                  "channel{Lo..Hi}={0..0}", "collective": "all_reduce"},
+         {"text": [None, 3, True, b"x", ["x"], "", "no choice line here"],
+          "collective": CHOICE("AllReduce", "alltoall")}),
     # --- topology ---------------------------------------------------------------------
     *[Case(f, {"topo": _TOPO_A, "a": "gpu0", "b": "gpu4"},
            {"topo": _TOPO_BAD, "a": _NODE_BAD, "b": _NODE_BAD + extra_b})

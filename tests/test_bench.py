@@ -218,7 +218,7 @@ def test_gpu_path_smoke():                                 # pragma: no cover
 
 
 def test_recorded_h200_x2_runs_match_the_cpp_nccl_sweep():
-    """gpulab.bench vs the nccl-tests method without Python (benchmarks/nccl_sweep.cu),
+    """gpulab.bench vs the nccl-tests method without Python (measure/nccl_sweep.cu),
     same machine and session: busbw within 5% from 64 MiB (at most 3 of 100 points off,
     transients of a shared machine), and the JSON output reads back."""
     from gpulab import measurements

@@ -33,7 +33,7 @@ NCCL_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n,
                "sendrecv": lambda n: 1.0}
 REDOP = {"all_reduce": "sum", "reduce_scatter": "sum", "reduce": "sum"}
 ROOT = {"broadcast": "0", "reduce": "0"}
-RUN = "h200-x2-2026-11-30-pooled"    # benchmarks/pool_runs.py: 8 + 7 runs, four recordings
+RUN = "h200-x2-2026-11-30-pooled"    # scripts/pool_runs.py: 8 + 7 runs, four recordings
 MEASURED = {"p2p": "p2p_center.csv", "shm": "shm_center.csv"}
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, strategies as st
 from gpulab import collectives as C, measurements, specs, systems
 from tests import strategies  # noqa: F401  (registers the "ci" profile)
 
-RUN = "h200-x2-2026-11-30-pooled"     # benchmarks/pool_runs.py: 8 + 7 runs, four recordings
+RUN = "h200-x2-2026-11-30-pooled"     # scripts/pool_runs.py: 8 + 7 runs, four recordings
 SYSTEM = "h200-x2-measured"
 
 

@@ -17,7 +17,7 @@ import strategies  # noqa: F401  (loads the "ci" hypothesis profile)
 from gpulab import collectives, nccltests as nt
 
 DATA = Path(__file__).parent / "data" / "nccltests"
-RAW = Path(nt.__file__).with_name("data") / "measurements" / "raw"
+RAW = Path(nt.__file__).parents[1] / "data" / "measurements" / "raw"
 
 
 # --- real public samples -----------------------------------------------------------------

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import strategies  # noqa: F401  (loads the "ci" hypothesis profile)
 from gpulab import measurements, specs, topology as T
+from gpulab.topology import topo_matrix
 
 REAL = measurements.raw_capture("h200-x2-2026-11-30", "topo-m.txt")
 FILES = ("layout-a.txt", "layout-b.txt", "pcie-box.txt", "dgx-h100.txt")
@@ -238,7 +239,7 @@ def test_malformed_input_names_the_line(text, lineno, words):
     assert f"line {lineno}:" in str(err)
     lines = text.split("\n")
     if lineno <= len(lines):
-        assert err.line == T._ANSI.sub("", lines[lineno - 1])
+        assert err.line == topo_matrix._ANSI.sub("", lines[lineno - 1])
 
 
 def test_non_str_input():

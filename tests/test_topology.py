@@ -25,6 +25,7 @@ from matplotlib.axes import Axes  # noqa: E402
 import strategies  # noqa: E402,F401  (loads the "ci" hypothesis profile)
 from gpulab import plotting as P  # noqa: E402
 from gpulab import specs, topology as T, units  # noqa: E402
+from gpulab.topology import paths as topo_paths  # noqa: E402
 
 GB = 1e9
 
@@ -272,14 +273,14 @@ def test_max_min_properties(transfers):
     load = {}
     for (a, b), r in zip(transfers, rates):
         assert 0 < r <= T.bottleneck_bandwidth(t, a, b).bytes_per_s * (1 + 1e-9)
-        for nodes, w in T._routes(t, a, b):
+        for nodes, w in topo_paths._routes(t, a, b):
             for e in zip(nodes, nodes[1:]):
                 load[e] = load.get(e, 0.0) + r * w
     cap = {e: t.graph.edges[e]["bandwidth"].bytes_per_s for e in load}
     for e in load:
         assert load[e] <= cap[e] * (1 + 1e-9)            # feasible
     for (a, b), r in zip(transfers, rates):              # each flow is blocked
-        used = {e for nodes, _ in T._routes(t, a, b) for e in zip(nodes, nodes[1:])}
+        used = {e for nodes, _ in topo_paths._routes(t, a, b) for e in zip(nodes, nodes[1:])}
         assert any(load[e] >= cap[e] * (1 - 1e-9) for e in used)
 
 

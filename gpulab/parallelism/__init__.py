@@ -64,6 +64,7 @@ from .model import (  # noqa: F401
     model,
     parameter_count,
     flops_per_step,
+    layer_flops,
 )
 from .layout import (  # noqa: F401
     Layout,
@@ -126,6 +127,7 @@ __all__ = [
     "model",
     "parameter_count",
     "flops_per_step",
+    "layer_flops",
     "Layout",
     "cluster",
     "validate_layout",

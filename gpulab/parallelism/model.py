@@ -313,6 +313,40 @@ def flops_per_step(spec, tokens, *, seq_len=None, recompute="none",
     return layers + logits
 
 
+def layer_flops(spec, tokens, *, seq_len=None, recompute="none"):
+    r"""Training FLOPs (forward and backward) of ONE transformer layer over ``tokens``.
+
+    The per-layer part of :func:`flops_per_step` (no logits): for a GPT layer
+    :math:`72\,B s h^2 (1 + s/(6h))`, Narayanan et al. 2021, eq. (3) per layer.
+    Divide by the TP degree for one tensor-parallel rank.
+
+    Parameters
+    ----------
+    spec : ModelSpec or str
+    tokens : float
+        Tokens (micro-batch x sequence length).
+    seq_len : int, optional
+        Sequence length (default: the model's).
+    recompute : {"none", "selective", "full"}
+
+    Returns
+    -------
+    float
+        [FLOP]
+
+    Examples
+    --------
+    >>> b, s, h = 1, 4096, 8192
+    >>> layer_flops("70b", b * s, seq_len=s) == 72 * b * s * h**2 * (1 + s / (6 * h))
+    True
+    """
+    m = as_model(spec)
+    n_tok = as_number("tokens", tokens, low=0, allow_array=False)
+    s = seq_len_of(m, seq_len)
+    check_choice("recompute", recompute, RECOMPUTE)
+    return flops_parts(m, n_tok, s, recompute)[0] / m.layers
+
+
 def flops_parts(m, n_tok, s, recompute):
     """Training FLOPs of the transformer layers and of the logits (output layer)."""
     gemm = 2.0 * param_counts(m)["layer_matrices"] * m.layers * n_tok

@@ -1,6 +1,6 @@
 // Collective sweep over NCCL from C++: no Python in the timed loop.
 //
-//   nvcc -O2 -o nccl_sweep benchmarks/nccl_sweep.cu -I$NCCL/include -L$NCCL/lib -lnccl
+//   nvcc -O2 -o nccl_sweep measure/nccl_sweep.cu -I$NCCL/include -L$NCCL/lib -lnccl
 //   ./nccl_sweep [-b 8] [-e 1073741824] [-f 2] [-w 5] [-n 20] [-g NGPUS] [-P 0|1] > out.csv
 //
 // -P 0 (default): one process drives all NGPUS GPUs, like nccl-tests with -g N.

@@ -1,6 +1,6 @@
 """Collect gpulab.bench JSON outputs into one CSV with the machine's metadata.
 
-    python benchmarks/bench_to_csv.py RAW_DIR OUT.csv
+    python scripts/bench_to_csv.py RAW_DIR OUT.csv
 
 Columns: machine, driver, nccl_version, torch, date, transport, run, collective,
 n_ranks, size_bytes, time_us, algbw_GBps, busbw_GBps, wrong (out-of-place

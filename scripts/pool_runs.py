@@ -1,6 +1,6 @@
 """Write the pooled calibration tables of our 2x H200 collective sweeps.
 
-    python benchmarks/pool_runs.py      # rewrites raw/h200-x2-2026-11-30-pooled/*.csv
+    python scripts/pool_runs.py      # rewrites raw/h200-x2-2026-11-30-pooled/*.csv
 
 Per transport, :func:`gpulab.measurements.pool_runs` over
 :data:`gpulab.measurements.FIT_RUNS` (``<t>_center.csv``, one process driving both

@@ -1,61 +1,6 @@
-r"""Readers for nccl-tests output: the text table, the JSON report and our CSVs.
-
-nccl-tests (``all_reduce_perf`` and friends) prints a commented header (``# nThread
-1 nGpus 8 ...``, one ``#  Rank  0 Group  0 Pid ... on host device  0 [0x..] NAME``
-line per rank), a column header, one data row per size with out-of-place and
-in-place columns, and a trailer (``# Out of bounds values``, ``# Avg bus
-bandwidth``). Recent versions also write a JSON report with ``-J FILE.json``
-(``src/util.cu``: ``config``, ``devices``, ``results[].out_of_place/in_place``).
-Older versions lack the ``Group``, ``root`` or ``redop`` columns and print
-``error`` (a float such as ``0e+00``) instead of ``#wrong``; ``-c 0`` prints
-``N/A`` there. All of these, and the CSV of ``gpulab predict --format csv`` and of
-our own sweeps (``size_bytes,time_us,algbw_GBps,busbw_GBps`` with optional
-``collective``, ``n_ranks``, ``wrong``, ``nccl_version``), read into a
-:class:`Sweep` with SI units (bytes, seconds, B/s).
-
-Malformed input raises :class:`NcclTestsParseError` (a ValueError) naming the
-1-based line and quoting it. Lines that are not part of nccl-tests' output (NCCL
-INFO logs, launcher warnings, ``[1,0]<stdout>:`` tags) are skipped.
-
-Notes
------
-nccl-tests (``doc/PERFORMANCE.md``) defines, for size :math:`S`, time :math:`t`
-and :math:`n` ranks,
-
-.. math:: \text{algbw} = S / t, \qquad \text{busbw} = \text{algbw}\cdot f(n)
-
-with :math:`f = 2(n-1)/n` for all_reduce, :math:`(n-1)/n` for all_gather,
-reduce_scatter and alltoall and 1 otherwise (:func:`gpulab.collectives.busbw_factor`).
-:func:`consistency` checks both within the rounding of the printed digits;
-:func:`audit` adds physical limits.
-
-=======================================  ============================================
-Assumption                               Source
-=======================================  ============================================
-time in us, algbw/busbw in GB/s (1e9)    nccl-tests src/util.cu (column units)
-JSON report layout (version 2)           nccl-tests src/util.cu (jsonOutputInit ...)
-ranks = Rank lines of the header         nccl-tests src/util.cu writeDeviceReport
-latency floor 2 us (nccl_model.yaml)     GPU-to-GPU P2P latency over NVLink
-                                         ~1.8-2.3 us (cuda-samples#230); public
-                                         8-GPU Hopper nccl-tests floors 10-16 us
-=======================================  ============================================
-
-Examples
---------
->>> text = '''# Collective test starting: all_reduce_perf
-... #  Rank  0 Group  0 Pid 1 on node device  0 [0x18] NVIDIA H100 80GB HBM3
-... #  Rank  1 Group  0 Pid 2 on node device  1 [0x2a] NVIDIA H100 80GB HBM3
-... #       size   count  type redop root   time  algbw  busbw #wrong   time  algbw  busbw #wrong
-...      1048576  262144 float   sum   -1  10.00 104.86 104.86      0    N/A    N/A    N/A    N/A
-... # Avg bus bandwidth    : 104.86
-... '''
->>> s = parse(text)
->>> s.collective, s.n_ranks, s.devices[1].name
-('all_reduce', 2, 'NVIDIA H100 80GB HBM3')
->>> float(s.time_s[0]), float(s.busbw[0]) / 1e9, bool(np.isnan(s.time_s_inplace[0]))
-(1e-05, 104.86, True)
->>> consistency(s)
-[]
+"""Readers of nccl-tests output: its text tables (any version, MPI-tagged lines,
+several collectives per file), its ``-J`` JSON reports, ``gpulab.bench`` output and
+our CSV sweeps.
 """
 from __future__ import annotations
 
@@ -65,148 +10,14 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from . import collectives, systems
-from ._validate import as_number, check_choice
+from .. import collectives, units
+from .._validate import check_choice
 
-__all__ = ["NcclTestsParseError", "Device", "Sweep", "Finding", "COLLECTIVE_NAMES",
-           "parse", "parse_all", "parse_json", "read", "read_all",
-           "render", "consistency", "audit"]
-
-#: Collective names nccl-tests has binaries for (``<name>_perf``).
-COLLECTIVE_NAMES = collectives.BUSBW_OPS + ("gather", "scatter", "hypercube",
-                                            "alltoallv")
-
-_GB = 1e9
-_US = 1e-6
-
-
-class NcclTestsParseError(ValueError):
-    """Malformed nccl-tests output: ``lineno`` (1-based), the ``line`` and ``source``."""
-
-    def __init__(self, message, lineno=None, line=None, source="<text>"):
-        self.reason, self.lineno, self.line, self.source = message, lineno, line, source
-        where = source if lineno is None else f"{source}, line {lineno}"
-        text = f"{where}: {message}"
-        if line is not None:
-            text += f": {line[:200]!r}"
-        super().__init__(text)
-
-
-@dataclass(frozen=True)
-class Device:
-    """One ``#  Rank ...`` line: rank, host, CUDA device index, GPU name."""
-
-    rank: int
-    host: str
-    device: int
-    name: str
-
-
-@dataclass(frozen=True)
-class Finding:
-    """A problem :func:`consistency` or :func:`audit` found in one row.
-
-    ``kind`` is one of ``algbw_mismatch``, ``busbw_factor``, ``above_line_rate``,
-    ``below_latency_floor``, ``wrong_results``; ``row`` indexes the Sweep's arrays
-    and ``lineno`` is the row's line in the source (None for JSON input).
-    """
-
-    kind: str
-    row: int
-    size_bytes: int
-    message: str
-    lineno: int | None = None
-
-
-@dataclass(eq=False)
-class Sweep:
-    """One nccl-tests table (one collective, one run) in SI units.
-
-    Attributes
-    ----------
-    collective : str or None
-        ``all_reduce``, ``all_gather``, ... (None when the input does not say).
-    n_ranks : int or None
-        Ranks (GPUs) of the run: the header's Rank lines, or the ``nranks`` field.
-    devices : tuple of Device
-    nccl_version : str or None
-        e.g. ``"2.28.3"``.
-    size_bytes, count : numpy.ndarray of int
-        nccl-tests' ``size`` [B] and ``count`` [elements] (-1 where absent).
-    type, redop : numpy.ndarray of str
-    root : numpy.ndarray of int
-        -1 for rootless collectives.
-    time_s, algbw, busbw, wrong : numpy.ndarray of float
-        Out-of-place time [s], algbw and busbw [B/s], #wrong (NaN when N/A).
-    time_s_inplace, algbw_inplace, busbw_inplace, wrong_inplace : numpy.ndarray
-        The in-place columns (NaN where the output has none or prints N/A).
-    avg_busbw : float or None
-        nccl-tests' ``# Avg bus bandwidth`` trailer. [B/s]
-    out_of_bounds : int or None
-        ``# Out of bounds values`` count.
-    source, format : str
-        Where it came from and ``"text"``, ``"json"`` or ``"csv"``.
-    lineno : numpy.ndarray of int
-        1-based source line of each row (0 for JSON).
-    config : dict
-        Header settings (``nThread``, ``nGpus``, ``minBytes`` ... as printed).
-    """
-
-    collective: str | None
-    n_ranks: int | None
-    devices: tuple
-    nccl_version: str | None
-    size_bytes: np.ndarray
-    count: np.ndarray
-    type: np.ndarray
-    redop: np.ndarray
-    root: np.ndarray
-    time_s: np.ndarray
-    algbw: np.ndarray
-    busbw: np.ndarray
-    wrong: np.ndarray
-    time_s_inplace: np.ndarray
-    algbw_inplace: np.ndarray
-    busbw_inplace: np.ndarray
-    wrong_inplace: np.ndarray
-    avg_busbw: float | None = None
-    out_of_bounds: int | None = None
-    source: str = "<text>"
-    format: str = "text"
-    lineno: np.ndarray | None = None
-    config: dict = field(default_factory=dict)
-    _resolution: dict = field(default_factory=dict, repr=False)
-
-    def __len__(self):
-        return int(self.size_bytes.size)
-
-    def to_rows(self):
-        """Rows for :func:`gpulab.cli.emit`: times in us, bandwidths in GB/s
-        (1e9 B/s), NaN as None."""
-        def num(x, digits):
-            x = float(x)
-            return None if math.isnan(x) else round(x, digits)
-
-        rows = []
-        for i in range(len(self)):
-            rows.append({
-                "size_bytes": int(self.size_bytes[i]), "count": int(self.count[i]),
-                "type": str(self.type[i]), "redop": str(self.redop[i]),
-                "root": int(self.root[i]),
-                "time_us": num(self.time_s[i] / _US, 3),
-                "algbw_GBps": num(self.algbw[i] / _GB, 4),
-                "busbw_GBps": num(self.busbw[i] / _GB, 4),
-                "wrong": num(self.wrong[i], 0),
-                "time_us_inplace": num(self.time_s_inplace[i] / _US, 3),
-                "algbw_GBps_inplace": num(self.algbw_inplace[i] / _GB, 4),
-                "busbw_GBps_inplace": num(self.busbw_inplace[i] / _GB, 4),
-                "wrong_inplace": num(self.wrong_inplace[i], 0)})
-        return rows
+from .sweep import COLLECTIVE_NAMES, Device, NcclTestsParseError, Sweep, time_resolution
 
 
 # --- small helpers ------------------------------------------------------------------------
@@ -236,16 +47,6 @@ def _version(code):
     if code >= 10000:
         return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
     return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
-
-
-def _resolution(token):
-    """Half the last printed digit of ``token`` (the rounding error bound)."""
-    m = re.match(r"^[-+]?(\d*)(?:\.(\d*))?(?:[eE]([-+]?\d+))?$", token)
-    if not m:
-        return 0.0
-    decimals = len(m.group(2) or "")
-    exp = int(m.group(3) or 0)
-    return 0.5 * 10.0 ** (exp - decimals)
 
 
 def _normalize_collective(name, what="collective"):
@@ -386,7 +187,7 @@ def _parse_row(table, tokens, lineno, line, source):
             tok = tokens[j]
             g[key] = _parse_float(tok, cols[j] if key != "wrong" else "#wrong",
                                   lineno, line, source)
-            g["res_" + key] = _resolution(tok)
+            g["res_" + key] = time_resolution(tok)
         groups.append(g)
     if table.inplace_first:
         groups.reverse()
@@ -406,7 +207,7 @@ def _finish(table, source, out):
         if group == "ip" and rows[0]["ip"] is None:
             return nan.copy()
         arr = np.array([r[group][key] for r in rows], dtype=float)
-        return arr / 1e6 if scale == _US else arr * scale
+        return arr / 1e6 if scale == units.US else arr * scale
 
     n = meta["n_ranks"]
     if n is None and meta["devices"]:
@@ -421,16 +222,16 @@ def _finish(table, source, out):
         type=np.array([r["type"] for r in rows], dtype=object).astype(str),
         redop=np.array([r["redop"] for r in rows], dtype=object).astype(str),
         root=np.array([r["root"] for r in rows], dtype=np.int64),
-        time_s=col("oop", "time", _US), algbw=col("oop", "algbw", _GB),
-        busbw=col("oop", "busbw", _GB), wrong=col("oop", "wrong"),
-        time_s_inplace=col("ip", "time", _US), algbw_inplace=col("ip", "algbw", _GB),
-        busbw_inplace=col("ip", "busbw", _GB), wrong_inplace=col("ip", "wrong"),
-        avg_busbw=None if table.avg is None else table.avg * _GB,
+        time_s=col("oop", "time", units.US), algbw=col("oop", "algbw", units.GB),
+        busbw=col("oop", "busbw", units.GB), wrong=col("oop", "wrong"),
+        time_s_inplace=col("ip", "time", units.US), algbw_inplace=col("ip", "algbw", units.GB),
+        busbw_inplace=col("ip", "busbw", units.GB), wrong_inplace=col("ip", "wrong"),
+        avg_busbw=None if table.avg is None else table.avg * units.GB,
         out_of_bounds=table.oob, source=source, format="text",
         lineno=np.array([r["lineno"] for r in rows], dtype=np.int64),
         config=dict(meta["config"]),
-        _resolution={"time": res["time"] * _US, "algbw": res["algbw"] * _GB,
-                     "busbw": res["busbw"] * _GB}))
+        time_resolution={"time": res["time"] * units.US, "algbw": res["algbw"] * units.GB,
+                     "busbw": res["busbw"] * units.GB}))
 
 
 def _meta_line(meta, body, raw_line):
@@ -590,11 +391,11 @@ def _parse_csv(text, source):
         t = _parse_float(get["time_us"], "time_us", lineno, line, source,
                          allow_na=False)
         row = {"size": size, "time": t, "lineno": lineno,
-               "res_time": _resolution(get["time_us"])}
+               "res_time": time_resolution(get["time_us"])}
         for name, col in (("algbw", "algbw_GBps"), ("busbw", "busbw_GBps")):
             if get.get(col, "") != "":
                 row[name] = _parse_float(get[col], col, lineno, line, source)
-                row["res_" + name] = _resolution(get[col])
+                row["res_" + name] = time_resolution(get[col])
             else:
                 row[name], row["res_" + name] = None, 0.0
         row["wrong"] = (_parse_float(get["wrong"], "wrong", lineno, line, source)
@@ -609,15 +410,15 @@ def _parse_csv(text, source):
         t = np.array([r["time"] for r in rows]) / 1e6
         with np.errstate(divide="ignore", invalid="ignore"):
             alg_calc = np.where(t > 0, size / np.where(t > 0, t, 1.0), np.nan)
-        alg = np.array([alg_calc[i] if r["algbw"] is None else r["algbw"] * _GB
+        alg = np.array([alg_calc[i] if r["algbw"] is None else r["algbw"] * units.GB
                         for i, r in enumerate(rows)])
         if any(r["busbw"] is None for r in rows):
             fac = (collectives.busbw_factor(coll, n) if coll in collectives.BUSBW_OPS
                    and n else math.nan)
-            bus = np.array([alg[i] * fac if r["busbw"] is None else r["busbw"] * _GB
+            bus = np.array([alg[i] * fac if r["busbw"] is None else r["busbw"] * units.GB
                             for i, r in enumerate(rows)])
         else:
-            bus = np.array([r["busbw"] for r in rows]) * _GB
+            bus = np.array([r["busbw"] for r in rows]) * units.GB
         m = len(rows)
         nan = np.full(m, np.nan)
         out.append(Sweep(
@@ -631,9 +432,9 @@ def _parse_csv(text, source):
             wrong_inplace=nan.copy(), source=source, format="csv",
             lineno=np.array([r["lineno"] for r in rows], dtype=np.int64),
             config={"label": label} if label else {},
-            _resolution={"time": np.array([r["res_time"] for r in rows]) * _US,
-                         "algbw": np.array([r["res_algbw"] for r in rows]) * _GB,
-                         "busbw": np.array([r["res_busbw"] for r in rows]) * _GB}))
+            time_resolution={"time": np.array([r["res_time"] for r in rows]) * units.US,
+                         "algbw": np.array([r["res_algbw"] for r in rows]) * units.GB,
+                         "busbw": np.array([r["res_busbw"] for r in rows]) * units.GB}))
     return out
 
 
@@ -740,11 +541,11 @@ def _parse_json_doc(doc, source, collective):
 
     def col(part, k, scale):
         arr = np.array([r[part][k] for r in rows], dtype=float)
-        return arr / 1e6 if scale == _US else arr * scale
+        return arr / 1e6 if scale == units.US else arr * scale
 
-    res = {"time": np.full(len(rows), 0.5e-6 * _US),
-           "algbw": np.full(len(rows), 0.5e-6 * _GB),
-           "busbw": np.full(len(rows), 0.5e-6 * _GB)}
+    res = {"time": np.full(len(rows), 0.5e-6 * units.US),
+           "algbw": np.full(len(rows), 0.5e-6 * units.GB),
+           "busbw": np.full(len(rows), 0.5e-6 * units.GB)}
     return [Sweep(
         collective=collective or coll, n_ranks=n, devices=tuple(devices),
         nccl_version=_version(version) if isinstance(version, (int, str))
@@ -754,17 +555,17 @@ def _parse_json_doc(doc, source, collective):
         type=np.array([r["type"] for r in rows]), redop=np.array([r["redop"]
                                                                   for r in rows]),
         root=np.array([r["root"] for r in rows], dtype=np.int64),
-        time_s=col("out_of_place", 0, _US), algbw=col("out_of_place", 1, _GB),
-        busbw=col("out_of_place", 2, _GB), wrong=col("out_of_place", 3, 1.0),
-        time_s_inplace=col("in_place", 0, _US), algbw_inplace=col("in_place", 1, _GB),
-        busbw_inplace=col("in_place", 2, _GB), wrong_inplace=col("in_place", 3, 1.0),
-        avg_busbw=(float(avg) * _GB if isinstance(avg, (int, float))
+        time_s=col("out_of_place", 0, units.US), algbw=col("out_of_place", 1, units.GB),
+        busbw=col("out_of_place", 2, units.GB), wrong=col("out_of_place", 3, 1.0),
+        time_s_inplace=col("in_place", 0, units.US), algbw_inplace=col("in_place", 1, units.GB),
+        busbw_inplace=col("in_place", 2, units.GB), wrong_inplace=col("in_place", 3, 1.0),
+        avg_busbw=(float(avg) * units.GB if isinstance(avg, (int, float))
                    and not isinstance(avg, bool) else None),
         out_of_bounds=oob if isinstance(oob, int) and not isinstance(oob, bool)
         else None,
         source=source, format="json", lineno=np.zeros(len(rows), dtype=np.int64),
         config={k: v for k, v in config.items() if k != "devices"},
-        _resolution=res)]
+        time_resolution=res)]
 
 
 def parse_json(text, *, source="<text>", collective=None):
@@ -971,201 +772,3 @@ class _naming_parameter:
             raise NcclTestsParseError(exc.reason, exc.lineno, exc.line,
                                       f"text_or_path {exc.source!r}") from None
         return False
-
-
-# --- render (the inverse, for round trips and fixtures) ---------------------------------
-def _fmt(value, width):
-    """nccl-tests' number format (util.cu getFloatStr) for ``value`` in ``width``."""
-    if math.isnan(value):
-        return "N/A".rjust(width)
-    power, v = 0, 1
-    while value >= v:
-        power += 1
-        v *= 10
-    if power < width - 2:
-        return f"{value:{width}.2f}"
-    if power < width - 1:
-        return f"{value:{width}.1f}"
-    if power < width + 1:
-        return f"{value:{width}.0f}"
-    return f"{value:{width}.1e}"
-
-
-def render(sweep):
-    """nccl-tests' text table of ``sweep`` (current format, with the trailer).
-
-    >>> s = parse("#  size count type time algbw busbw #wrong\\n"
-    ...           " 64 16 float 10.0 0.01 0.01 0", collective="broadcast")
-    >>> print(render(s).splitlines()[-2][:69])
-              64            16     float    none      -1    10.00    0.01
-    """
-    if not isinstance(sweep, Sweep):
-        raise ValueError(f"sweep must be a Sweep; got {type(sweep).__name__}")
-    out = []
-    if sweep.collective:
-        out.append(f"# Collective test starting: {sweep.collective}_perf")
-    out.append("#")
-    out.append("# Using devices")
-    for d in sweep.devices:
-        out.append(f"#  Rank {d.rank:2d} Group  0 Pid {1000 + d.rank:6d} on "
-                   f"{d.host:>10s} device {d.device:2d} [0x00] {d.name}")
-    out.append("#")
-    out.append(f"# {'size':>10s}  {'count':>12s}  {'type':>8s}  {'redop':>6s}  "
-               f"{'root':>6s}  {'time':>7s}  {'algbw':>6s}  {'busbw':>6s}  "
-               f"{'#wrong':>6s}  {'time':>7s}  {'algbw':>6s}  {'busbw':>6s}  "
-               f"{'#wrong':>6s}")
-    for i in range(len(sweep)):
-        cells = [f"{int(sweep.size_bytes[i]):12d}", f"{int(sweep.count[i]):12d}",
-                 f"{sweep.type[i]:>8s}", f"{sweep.redop[i] or 'none':>6s}",
-                 f"{int(sweep.root[i]):6d}"]
-        for t, a, b, w in ((sweep.time_s, sweep.algbw, sweep.busbw, sweep.wrong),
-                           (sweep.time_s_inplace, sweep.algbw_inplace,
-                            sweep.busbw_inplace, sweep.wrong_inplace)):
-            cells += [_fmt(float(t[i]) / _US, 7), _fmt(float(a[i]) / _GB, 6),
-                      _fmt(float(b[i]) / _GB, 6),
-                      "N/A".rjust(6) if math.isnan(w[i]) else f"{w[i]:6g}"]
-        out.append("  ".join(cells))
-    if sweep.out_of_bounds is not None:
-        out.append(f"# Out of bounds values : {sweep.out_of_bounds} OK")
-    if sweep.avg_busbw is not None:
-        out.append(f"# Avg bus bandwidth    : {sweep.avg_busbw / _GB:g}")
-    out.append("#")
-    return "\n".join(out) + "\n"
-
-
-# --- checks -----------------------------------------------------------------------------
-def _check_sweep(sweep):
-    if not isinstance(sweep, Sweep):
-        raise ValueError(f"sweep must be a Sweep (from gpulab.nccltests.read); got "
-                         f"{type(sweep).__name__}")
-
-
-def consistency(sweep):
-    """Rows whose printed numbers contradict each other.
-
-    ``algbw_mismatch``: algbw differs from size / time by more than the rounding
-    of the printed digits; ``busbw_factor``: busbw differs from algbw x
-    :func:`gpulab.collectives.busbw_factor` (needs the collective and rank count);
-    ``wrong_results``: #wrong > 0.
-
-    Returns
-    -------
-    list of Finding
-    """
-    _check_sweep(sweep)
-    out = []
-    res = sweep._resolution or {}
-    n = len(sweep)
-    r_t = res.get("time", np.zeros(n))
-    r_a = res.get("algbw", np.zeros(n))
-    r_b = res.get("busbw", np.zeros(n))
-    factor = None
-    if sweep.collective in collectives.BUSBW_OPS and sweep.n_ranks:
-        factor = collectives.busbw_factor(sweep.collective, sweep.n_ranks)
-    for i in range(n):
-        s, t = float(sweep.size_bytes[i]), float(sweep.time_s[i])
-        a, b = float(sweep.algbw[i]), float(sweep.busbw[i])
-        line = None if sweep.lineno is None or not sweep.lineno[i] \
-            else int(sweep.lineno[i])
-        if math.isnan(t) or t <= 0:
-            continue
-        calc = s / t
-        slack = calc * float(r_t[i]) / t + 1e-9 * calc
-        if not math.isnan(a) and abs(a - calc) > 1.01 * (float(r_a[i]) + slack) + 1.0:
-            out.append(Finding("algbw_mismatch", i, int(s),
-                               f"algbw {a / _GB:.4g} GB/s but size/time = "
-                               f"{calc / _GB:.4g} GB/s", line))
-        if factor is not None and not math.isnan(b):
-            want = calc * factor
-            if abs(b - want) > 1.01 * (float(r_b[i]) + factor * slack) + 1.0:
-                out.append(Finding(
-                    "busbw_factor", i, int(s),
-                    f"busbw {b / _GB:.4g} GB/s but algbw x {factor:g} "
-                    f"({sweep.collective}, {sweep.n_ranks} ranks) = "
-                    f"{want / _GB:.4g} GB/s", line))
-        w = float(sweep.wrong[i])
-        if not math.isnan(w) and w > 0:
-            out.append(Finding("wrong_results", i, int(s),
-                               f"#wrong = {w:g}: results failed validation", line))
-    return out
-
-
-def audit(sweep, system=None, *, transport="p2p", latency_floor=None):
-    """:func:`consistency` plus physical limits of ``system``.
-
-    ``above_line_rate``: busbw above the per-direction line rate
-    (:func:`gpulab.collectives.fabric_bandwidth`; busbw is what each rank moves
-    per second), except all_reduce/reduce on a system with in-switch reduction
-    (NVLS busbw may reach ``2(n-1)/n`` x line rate); and all_reduce algbw above
-    the line rate, which no algorithm beats: every rank must receive the whole
-    reduced buffer. ``below_latency_floor``: a time below ``latency_floor``.
-
-    Parameters
-    ----------
-    sweep : Sweep
-    system : str, systems.System or None
-        None skips the line-rate check.
-    transport : {"p2p", "shm"}
-    latency_floor : float
-        [s], default ``audit/latency_floor_s`` of ``data/nccl_model.yaml``
-        (2 us: one GPU-to-GPU round trip over NVLink, cuda-samples#230).
-
-    Returns
-    -------
-    list of Finding
-
-    Examples
-    --------
-    >>> s = parse('''# Collective test starting: all_reduce_perf
-    ... #  size count type redop root  time  algbw  busbw #wrong
-    ...  2147483648 536870912 float sum -1 4303.9 498.96 873.18 0
-    ... ''')   # a row of the source article's table, claimed on 8x H100 SXM
-    >>> s.n_ranks = 8
-    >>> [f.kind for f in audit(s, "dgx-h100")]
-    ['above_line_rate']
-    """
-    _check_sweep(sweep)
-    check_choice("transport", transport, collectives.TRANSPORTS)
-    if latency_floor is None:
-        latency_floor = collectives.model_constant("audit/latency_floor_s")
-    floor = as_number("latency_floor", latency_floor, low=0, allow_array=False)
-    out = consistency(sweep)
-    line_rate = None
-    nvls = False
-    if system is not None:
-        system = systems.resolve(system)
-        line_rate = collectives.fabric_bandwidth(system, transport).bytes_per_s
-        domain = system.scale_up_domain
-        if sweep.n_ranks and sweep.n_ranks > domain:
-            try:
-                line_rate = min(line_rate, collectives.fabric_bandwidth(
-                    system, transport, scope="inter").bytes_per_s)
-            except ValueError:
-                pass
-        nvls = bool(getattr(system.nvlink, "nvls", False)) and transport == "p2p"
-    for i in range(len(sweep)):
-        s = int(sweep.size_bytes[i])
-        line = None if sweep.lineno is None or not sweep.lineno[i] \
-            else int(sweep.lineno[i])
-        t = float(sweep.time_s[i])
-        if not math.isnan(t) and t < floor and s > 0:
-            out.append(Finding("below_latency_floor", i, s,
-                               f"time {t / _US:.3g} us is below the {floor / _US:g} "
-                               "us floor of any GPU collective", line))
-        if line_rate is None:
-            continue
-        a, b = float(sweep.algbw[i]), float(sweep.busbw[i])
-        if sweep.collective == "all_reduce" and not math.isnan(a) and a > line_rate:
-            out.append(Finding("above_line_rate", i, s,
-                               f"algbw {a / _GB:.4g} GB/s exceeds the "
-                               f"{line_rate / _GB:.4g} GB/s per-direction line rate "
-                               f"of {system.name}: every rank must receive the "
-                               "whole reduced buffer", line))
-        elif sweep.collective in collectives.BUSBW_OPS and not (
-                sweep.collective in ("all_reduce", "reduce") and nvls) \
-                and not math.isnan(b) and b > line_rate:
-            out.append(Finding("above_line_rate", i, s,
-                               f"busbw {b / _GB:.4g} GB/s exceeds the "
-                               f"{line_rate / _GB:.4g} GB/s per-direction line rate "
-                               f"of {system.name}", line))
-    return out

@@ -2,7 +2,7 @@
 
 Run on a GPU machine, one process per GPU (TP degree = number of processes)::
 
-    torchrun --nproc_per_node 2 benchmarks/tp_layer.py --output tp_layer.csv
+    torchrun --nproc_per_node 2 measure/tp_layer.py --output tp_layer.csv
 
 Each rank holds a Megatron-style shard of one GPT layer (Shoeybi et al. 2019):
 QKV and the first MLP matrix split by columns, the attention output and second

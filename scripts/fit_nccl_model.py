@@ -1,14 +1,14 @@
 """Re-derive gpulab/data/nccl_model.yaml's fitted constants from our H200 sweeps.
 
-    python benchmarks/fit_nccl_model.py            # report only
-    python benchmarks/fit_nccl_model.py --search   # also grid-search the globals
-    python benchmarks/fit_nccl_model.py --search --write   # and store them in the YAML
+    python scripts/fit_nccl_model.py            # report only
+    python scripts/fit_nccl_model.py --search   # also grid-search the globals
+    python scripts/fit_nccl_model.py --search --write   # and store them in the YAML
 
 Global constants (protocol base latencies and bandwidth shares, per-collective
 pipeline fill) are found by a coordinate grid search that minimises the worst
 relative error from 64 KiB, plus the mean of every collective's worst error and
 of the mean errors, over the POOLED table of all our earlier sweeps
-(benchmarks/pool_runs.py: at each size the value with the smallest worst error
+(scripts/pool_runs.py: at each size the value with the smallest worst error
 against the 10th and 90th percentile of the runs, whose host floor is bimodal),
 plus a third of the worst error of the forced-protocol sweeps, half of the public
 8x H200 sweep's and the 1-8 GiB runs'. Per-collective launch cost and efficiency
@@ -31,7 +31,7 @@ from gpulab import collectives as C, measurements as M
 
 SYSTEM = "h200-x2-measured"
 RUN = "h200-x2-2026-11-30-nccl-c-repeat"
-POOLED = "h200-x2-2026-11-30-pooled"   # benchmarks/pool_runs.py
+POOLED = "h200-x2-2026-11-30-pooled"   # scripts/pool_runs.py
 BANDS = ((0, 32 * 1024), (64 * 1024, 512 * 1024), (2**20, 8 * 2**20), (16 * 2**20, 2**40))
 
 

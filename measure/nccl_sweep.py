@@ -2,7 +2,7 @@
 
 Run on a GPU machine, one process per GPU::
 
-    torchrun --nproc_per_node 2 benchmarks/nccl_sweep.py -b 8 -e 1G -f 2 \
+    torchrun --nproc_per_node 2 measure/nccl_sweep.py -b 8 -e 1G -f 2 \
         --ops all_reduce,all_gather,reduce_scatter,alltoall,sendrecv --csv out.csv
 
 Sizes follow nccl-tests: ``size`` is the full buffer of the collective (for
