@@ -24,7 +24,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # ---- notebooks executed by nbval -------------------------------------------------------
 # Directories nbval collects (*.ipynb, and MyST .md notebooks via the root conftest.py),
 # minus the entries of labs/ignore_testing ("path/relative/to/repo  # reason", one a line).
-# tests/test_notebook_set.py collects with exactly these arguments (`make print-nbval-args`)
+# tests/book/test_notebook_set.py collects with exactly these arguments (`make print-nbval-args`)
 # and fails if any notebook in the repository is not collected.
 NBVAL_PATHS       := labs book
 NBVAL_IGNORE_FILE := labs/ignore_testing

@@ -3,7 +3,7 @@
 nbval 0.11 only collects ``*.ipynb``. A ``.md`` file whose YAML header declares
 ``format_name: myst`` and a ``kernelspec`` is collected as a notebook too, read through
 jupytext, when ``--nbval`` or ``--nbval-lax`` is given. Recipe: toolchain guide section 3.
-``tests/test_notebook_set.py`` uses :func:`is_myst_notebook` to decide what a notebook is.
+``tests/book/test_notebook_set.py`` uses :func:`is_myst_notebook` to decide what a notebook is.
 """
 from __future__ import annotations
 

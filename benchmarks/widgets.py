@@ -78,7 +78,7 @@ def percentile(xs, q):
 
 #: Explorers whose message legitimately explains a state (a layout that does not fit
 #: or does not divide); any other message, or a traceback anywhere, is an error.
-REASON_MESSAGES = {"layout", "tp", "roi", "bucket"}
+REASON_MESSAGES = {"layout", "tp", "roi", "bucket", "collective", "fabric"}
 
 
 def bench_control(explorer, name, control, values, n, warmup, ename=""):

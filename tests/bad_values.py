@@ -1,6 +1,6 @@
 """Shared pieces of the bad-input tables (value families and the Case row).
 
-``tests/test_bad_input.py`` holds the table of the first modules; each later module
+``tests/models/test_bad_input.py`` holds the table of the first modules; each later module
 keeps its rows in ``tests/bad_input_<module>.py`` with three names: ``MODULES`` (the
 modules it covers), ``CASES`` (list of Case) and ``NO_ARGS`` (set of functions with
 no parameters). ``test_bad_input.py`` collects them all, so the meta-tests still fail

@@ -355,9 +355,6 @@ def plot_collective_prediction(prediction, *, message_bytes=None, metric="busbw"
                       f"{prediction.algorithm[mark]}/"
                       f"{prediction.protocol[mark]}")
         note.xy = (s[mark], y[mark])
-        left = mark < 0.75 * s.size
-        note.set_position((9, -6) if left else (-9, -6))
-        note.set_ha("left" if left else "right")
     marker.set_visible(mark is not None)
     note.set_visible(mark is not None)
     show_rate = line_rate is not None and metric == "busbw"
@@ -377,6 +374,8 @@ def plot_collective_prediction(prediction, *, message_bytes=None, metric="busbw"
         lo = float(np.nanmin(y))
         ax.set_ylim(10.0 ** np.floor(np.log10(lo / 1.5)),
                     10.0 ** np.ceil(np.log10(top * 2.5)))
+    if mark is not None:
+        _place_note(ax, note, s[mark], y[mark], right=mark < 0.75 * s.size)
     labels = [h.get_label() for h in handles]
     loc = "center left" if metric == "busbw" else "upper left"
     leg = ax.get_legend()
@@ -386,6 +385,27 @@ def plot_collective_prediction(prediction, *, message_bytes=None, metric="busbw"
                         title="algorithm (protocols) NCCL would pick")
         leg.set_zorder(6)
     return ax
+
+
+def _place_note(ax, note, x, y, *, right):
+    """Put the marked point's note beside it, clear of the tick labels.
+
+    Below the point, to its right (left for the last quarter of the sizes); above
+    it where the note would hang out of the Axes, on the side with room (the curve
+    rises to the right).
+    """
+    fx, fy = (ax.transScale + ax.transLimits).transform((x, y))
+    pt = 72.0 / ax.figure.dpi
+    room_below = fy * ax.bbox.height * pt           # [points] down to the x axis
+    need = 6 + 2 * 1.25 * note.get_fontsize()       # offset plus two lines
+    if room_below >= need:
+        dx, dy, va = (9 if right else -9), -6, "top"
+    else:
+        right = fx * ax.bbox.width * pt < 110       # no room on the left
+        dx, dy, va = (9 if right else -9), 6, "bottom"
+    note.set_position((dx, dy))
+    note.set_ha("left" if dx > 0 else "right")
+    note.set_va(va)
 
 
 def prediction_blit_parts(ax):

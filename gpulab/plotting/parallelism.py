@@ -48,7 +48,8 @@ def plot_tp_layers(rows, *, ax=None):
     ax.set_xlabel("Time per transformer layer, forward + backward [ms]")
     ax.set_xlim(0, float(np.max(comp + comm)) * 1e3 * 1.5)
     ax.grid(axis="y", visible=False)
-    ax.legend(loc="upper right")
+    # above the Axes: inside, it would cover the end label of the top bar
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2)
     return ax
 
 
@@ -406,8 +407,10 @@ def plot_megatron_layer(*, sequence_parallel=False, ax=None):
                                         boxstyle="round,pad=0.02",
                                         facecolor="#eeeeee", edgecolor="#888888",
                                         zorder=2))
+            # upright: the tall narrow box fits "(1/t of seq.)" only this way,
+            # and neighbouring labels would run into each other
             ax.text(x, 0.5, label, ha="center", va="center", fontsize=7.5,
-                    rotation=90 if "\n" not in label else 0, zorder=3)
+                    rotation=90, multialignment="center", zorder=3)
         else:
             for i, y in enumerate(lanes, start=1):
                 ax.add_patch(FancyBboxPatch((x - 0.42, y - 0.28), 0.84, 0.56,
@@ -623,7 +626,9 @@ def plot_step_comparison(rows, *, ax=None):
     ax.set_xlabel("Step time [s]")
     ax.set_xlim(0, float(left.max()) * 1.45)
     ax.grid(axis="y", visible=False)
-    ax.legend(loc="lower right", fontsize=7.5)
+    # above the Axes, one row: inside, it would cover a bar's end label
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(_STEP_PARTS),
+              fontsize=7.5, handlelength=1.5, columnspacing=1.2)
     return ax
 
 

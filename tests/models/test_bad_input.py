@@ -8,6 +8,7 @@ without a row here.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import re
 
@@ -350,9 +351,11 @@ NO_ARGS = {specs.nvlink_generations, specs.pcie_generations, specs.gpus,
 NO_ARGS |= {topology.cpu_links}
 NO_ARGS |= {systems.names}
 
-# Later modules keep their rows in tests/bad_input_<module>.py (see bad_values.py).
+# Later modules keep their rows in tests/models/bad_input_<module>.py (see bad_values.py).
 for _path in sorted(Path(__file__).parent.glob("bad_input_*.py")):
-    _table = importlib.import_module(_path.stem)
+    _spec = importlib.util.spec_from_file_location(f"bad_input_{_path.stem}", _path)
+    _table = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_table)
     MODULES += tuple(_table.MODULES)
     CASES += list(_table.CASES)
     NO_ARGS |= set(getattr(_table, "NO_ARGS", ()))

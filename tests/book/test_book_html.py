@@ -13,7 +13,7 @@ Every page listed in ``_toc.yml`` is loaded once in headless Chromium, served fr
   cell output and at least one typeset equation.
 
 Screenshots of every page go to ``_build/screenshots/book/``.
-Run: ``make book`` then ``pytest tests/test_book_html.py`` (or ``-m browser``).
+Run: ``make book`` then ``pytest tests/book/test_book_html.py`` (or ``-m browser``).
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ import yaml
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 NON_CHAPTER_PARTS = {"Start here", "Reference"}
 SCREENSHOTS = ROOT / "_build" / "screenshots" / "book"

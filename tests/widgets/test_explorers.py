@@ -42,7 +42,7 @@ def _msg(w):
 # --- factories ------------------------------------------------------------------------
 def test_explorers_are_factories_returning_widgets():
     ex = widgets.explorers()
-    # chapters 3-9's explorers are tested in test_widgets_<name>.py
+    # the other explorers are tested in tests/widgets/test_<topic>.py
     assert set(ex) == {"scaling", "link", "pcie", "pipeline", "topology", "collective",
                        "fabric", "bucket", "layout", "tp", "roi"}
     assert list(ex) == list(widgets.EXPLORER_NAMES)       # book order
@@ -196,7 +196,7 @@ def test_every_control_is_tested():
         "scaling": {c for c, *_ in SCALING_CASES},
         "link": {c for c, *_ in LINK_CASES} | {"preset", "compare"},
     }
-    for name in tested:                 # chapter 3: test_widgets_pcie.py
+    for name in tested:                 # pcie, pipeline, topology: test_pcie.py
         assert set(widgets.explorers()[name]().controls) == tested[name], name
 
 

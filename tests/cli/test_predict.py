@@ -223,7 +223,7 @@ def test_ranks_default_to_the_systems_gpus(name):
 
 
 def test_system_from_yaml_file(tmp_path):
-    from test_systems import VALID
+    from tests.models.test_systems import VALID
 
     f = tmp_path / "box.yaml"
     f.write_text(VALID)
@@ -348,7 +348,7 @@ def _measured(transport):
 @pytest.mark.parametrize("transport", sorted(MEASURED))
 def test_predicting_our_measured_sweep(transport):
     """The CLI at our sweep's sizes is within the accuracy that
-    tests/test_collectives_model.py asserts for the model: mean |error| < 10%, worst
+    tests/models/test_collectives_model.py asserts for the model: mean |error| < 10%, worst
     < 40% from 64 KiB, < 20% from 64 MiB (2x H200 SXM, NCCL 2.28.3, NVLS off)."""
     measured = _measured(transport)
     assert set(measured) == set(C.COLLECTIVES) - {"reduce"}      # reduce: not measured

@@ -16,7 +16,7 @@ from hypothesis import given, strategies as st
 import strategies  # noqa: F401  (loads the "ci" hypothesis profile)
 from gpulab import collectives, nccltests as nt
 
-DATA = Path(__file__).parent / "data" / "nccltests"
+DATA = Path(__file__).parents[1] / "data" / "nccltests"
 RAW = Path(nt.__file__).parents[1] / "data" / "measurements" / "raw"
 
 

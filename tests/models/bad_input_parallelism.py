@@ -1,4 +1,4 @@
-"""Bad-input rows for gpulab.parallelism (collected by tests/test_bad_input.py)."""
+"""Bad-input rows for gpulab.parallelism (collected by tests/models/test_bad_input.py)."""
 from __future__ import annotations
 
 from bad_values import (CHOICE, FRACTION_CLOSED, FRACTION_OPEN, INF, INT, NAN,

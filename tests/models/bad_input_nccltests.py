@@ -1,4 +1,4 @@
-"""Bad-input rows for gpulab.nccltests (collected by tests/test_bad_input.py)."""
+"""Bad-input rows for gpulab.nccltests (collected by tests/models/test_bad_input.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,7 +10,7 @@ from gpulab import nccltests
 MODULES = (nccltests,)
 NO_ARGS = set()
 
-_DATA = Path(__file__).parent / "data" / "nccltests"
+_DATA = Path(__file__).parents[1] / "data" / "nccltests"
 _TEXT = (_DATA / "h100_2x8_all_reduce.txt").read_text()
 _JSON = (_DATA / "json_report_v2_constructed.json").read_text()
 _SWEEP = nccltests.parse(_TEXT)

@@ -36,7 +36,7 @@ import pytest
 
 pytestmark = pytest.mark.jupyterlab
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LABS = ROOT / "labs"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 

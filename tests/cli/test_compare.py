@@ -13,7 +13,7 @@ from gpulab import cli, collectives, nccltests as nt
 RAW = Path(nt.__file__).parents[1] / "data" / "measurements" / "raw"
 RUN2 = RAW / "h200-x2-2026-11-30-run2" / "nccl_default.txt"
 C_TXT = RAW / "h200-x2-2026-11-30-nccl-c" / "c_default.txt"
-DATA = Path(__file__).parent / "data" / "nccltests"
+DATA = Path(__file__).parents[1] / "data" / "nccltests"
 SYS = ["--system", "h200-x2-measured"]
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 IGNORE_FILE = ROOT / "labs" / "ignore_testing"
 
 # The predicate the nbval collection uses (root conftest.py), loaded under its own name.

@@ -252,7 +252,7 @@ def test_predict_table_has_header_comment_and_aligned_columns():
 
 
 def test_predict_system_from_yaml_file(tmp_path):
-    from test_systems import VALID
+    from tests.models.test_systems import VALID
 
     f = tmp_path / "box.yaml"
     f.write_text(VALID)

@@ -117,7 +117,7 @@ def _compare_args():
     from pathlib import Path
 
     from gpulab import collectives, nccltests
-    sweep = nccltests.read_all(Path(__file__).parent / "data" / "nccltests"
+    sweep = nccltests.read_all(Path(__file__).parents[1] / "data" / "nccltests"
                                / "h100_2x8_all_reduce.txt")[0]
     pred = collectives.predict("all_reduce", sweep.size_bytes[sweep.size_bytes > 0],
                                n_ranks=8, system="dgx-h100")
