@@ -60,10 +60,10 @@ def assumption(name):
 
 
 def assumption_info(name):
-    """The full record of an assumption: ``{value, meaning, source, accessed}``.
+    """The full record of an assumption: ``{value, kind, meaning, source, accessed}``.
 
-    >>> assumption_info("mfu")["accessed"]
-    '2026-11-30'
+    >>> assumption_info("mfu")["kind"]
+    'assumed'
     """
     return dict(specs.assumption_record("course", name))
 

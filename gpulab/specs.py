@@ -1,7 +1,10 @@
 """Hardware facts, loaded from ``gpulab/data`` (the only place they are written).
 
-Each CSV row carries a ``source`` and an ``accessed`` date. Loaders are cached and
-read the package data with :mod:`importlib.resources`; nothing is read at import.
+Each CSV row carries a ``kind`` (one of :data:`KINDS`: ``spec`` published by a vendor
+or standards body, ``measured`` by our own runs, ``derived`` from such values, or
+``assumed``), a ``source`` and an ``accessed`` date; so does every record of the
+assumption tables. Loaders are cached and read the package data with
+:mod:`importlib.resources`; nothing is read at import.
 Bandwidths are normalised at load time into :class:`gpulab.units.Bandwidth`
 objects, so the direction of every figure is explicit.
 
@@ -14,6 +17,8 @@ Examples
 25.0
 >>> specs.pcie(5).transfer_rate_gt_per_s
 32.0
+>>> specs.gpu("H100", "PCIe 80GB").fp16_dense_flops / 1e12, specs.nvlink(4).kind
+(756.0, 'derived')
 """
 from __future__ import annotations
 
@@ -32,8 +37,14 @@ from ._validate import check_choice, check_int
 __all__ = [
     "NVLinkGeneration", "PCIeGeneration", "GPUSpec", "NICSpec", "nic", "nics",
     "nvlink", "nvlink_generations", "pcie", "pcie_generations", "gpu", "gpus",
-    "gpu_names", "read_data_text", "ASSUMPTION_TABLES", "assumption", "assumption_record",
+    "gpu_names", "gpu_variants", "read_data_text", "KINDS", "ASSUMPTION_TABLES",
+    "assumption", "assumption_record",
 ]
+
+#: What kind of number a row or record is (``gpulab/data/README.md``): published by a
+#: vendor or standards body, our own run, computed from such values, or a course
+#: default where no public figure exists.
+KINDS = ("spec", "measured", "derived", "assumed")
 
 
 @dataclass(frozen=True)
@@ -51,10 +62,13 @@ class NVLinkGeneration:
     bits_per_symbol : int
         Bits carried by one symbol (unit interval).
     symbol_rate : float
-        Symbols per second on one lane (baud). [Bd]
+        Symbols per second on one lane (baud). [Bd] NVIDIA publishes the data rate
+        per pair only; from NVLink2 on this is back-solved from the per-link rate
+        ``nvidia-smi nvlink -s`` prints (derived, see the row's ``source``).
     coding_efficiency : float
-        Published data rate divided by raw signalling rate (line coding and FEC
-        overhead); 1.0 where NVIDIA publishes only the data rate. [-]
+        Published data rate divided by the raw signalling rate (line coding and FEC
+        overhead); 1.0 where only the data rate is known. The ratios 64/66 and
+        16/17 are derived from ``nvidia-smi`` readings, not published. [-]
     lanes_per_direction : int
         Differential pairs carrying one direction of one link.
     nominal_link_bandwidth : units.Bandwidth
@@ -63,6 +77,9 @@ class NVLinkGeneration:
         Links on the flagship GPU of the generation.
     nvidia_smi_link_gb_per_s : float or None
         What ``nvidia-smi nvlink --status`` prints per link [GB/s], if known.
+    kind : str
+        One of :data:`KINDS`; the weakest kind of the row's fields (the ``source``
+        says which fields are derived or assumed).
     """
 
     generation: int
@@ -78,6 +95,7 @@ class NVLinkGeneration:
     nvidia_smi_link_gb_per_s: float | None
     source: str
     accessed: str
+    kind: str
 
 
 @dataclass(frozen=True)
@@ -92,6 +110,8 @@ class PCIeGeneration:
         Line encoding (8b/10b, 128b/130b, or FLIT mode for Gen6).
     encoding_efficiency : float
         Payload bits per transferred bit of the line encoding. [-]
+    kind : str
+        One of :data:`KINDS`.
     """
 
     generation: int
@@ -102,6 +122,7 @@ class PCIeGeneration:
     encoding_efficiency: float
     source: str
     accessed: str
+    kind: str
 
 
 @dataclass(frozen=True)
@@ -113,6 +134,8 @@ class NICSpec:
     line_rate : units.Bandwidth
         Signalling data rate of one port (Ethernet/InfiniBand rates are quoted
         per direction: a 400 Gb/s port sends 400 Gb/s while it receives 400 Gb/s).
+    kind : str
+        One of :data:`KINDS`.
     """
 
     name: str
@@ -122,6 +145,7 @@ class NICSpec:
     ports: int
     source: str
     accessed: str
+    kind: str
 
 
 @dataclass(frozen=True)
@@ -142,6 +166,8 @@ class GPUSpec:
         NVLink generation and number of links.
     pcie_generation : int
         Host interface generation (x16).
+    kind : str
+        One of :data:`KINDS`; the weakest kind of the row's fields.
     """
 
     name: str
@@ -157,6 +183,7 @@ class GPUSpec:
     pcie_generation: int
     source: str
     accessed: str
+    kind: str
 
     @property
     def nvlink(self) -> NVLinkGeneration:
@@ -195,12 +222,12 @@ def assumption_record(table, name):
     Returns
     -------
     object
-        A record ``{value, meaning, source, accessed}`` or a subtree (a copy).
+        A record ``{value, kind, meaning, source, accessed}`` or a subtree (a copy).
 
     Examples
     --------
-    >>> assumption_record("course", "mfu")["accessed"]
-    '2026-11-30'
+    >>> assumption_record("course", "mfu")["kind"]
+    'assumed'
     """
     import copy
 
@@ -225,7 +252,7 @@ def assumption(table, name):
     """The value of entry ``name`` of an assumption table.
 
     The one accessor of the model assumptions: a record's ``value`` (records hold
-    ``value, meaning, source, accessed``), or the stored node itself where the
+    ``value, kind, meaning, source, accessed``), or the stored node itself where the
     table keeps plain values (``nccl_model.yaml``). See :func:`assumption_record`.
 
     Examples
@@ -253,7 +280,12 @@ def read_data_text(name: str) -> str:
 
 
 def _rows(name):
-    return list(csv.DictReader(io.StringIO(read_data_text(name))))
+    rows = list(csv.DictReader(io.StringIO(read_data_text(name))))
+    for i, r in enumerate(rows, start=2):
+        if r.get("kind") not in KINDS:
+            raise ValueError(f"{name} line {i}: kind must be one of "
+                             f"{', '.join(KINDS)}; got {r.get('kind')!r}")
+    return rows
 
 
 def _ratio(s):
@@ -280,7 +312,7 @@ def _nvlink_table():
                 float(r["nominal_link_gb_per_s"]), r["nominal_link_direction"]),
             links_per_gpu=int(r["links_per_gpu"]),
             nvidia_smi_link_gb_per_s=_opt_float(r["nvidia_smi_link_gb_per_s"]),
-            source=r["source"], accessed=r["accessed"])
+            source=r["source"], accessed=r["accessed"], kind=r["kind"])
         out[g.generation] = g
     return out
 
@@ -294,7 +326,7 @@ def _pcie_table():
             transfer_rate_gt_per_s=float(r["transfer_rate_gt_per_s"]),
             modulation=r["modulation"], encoding=r["encoding"],
             encoding_efficiency=_ratio(r["encoding_efficiency"]),
-            source=r["source"], accessed=r["accessed"])
+            source=r["source"], accessed=r["accessed"], kind=r["kind"])
         out[g.generation] = g
     return out
 
@@ -314,8 +346,10 @@ def _gpu_table():
             nvlink_generation=int(r["nvlink_generation"]),
             nvlink_links=int(r["nvlink_links"]),
             pcie_generation=int(r["pcie_generation"]),
-            source=r["source"], accessed=r["accessed"])
-        out[g.name] = g
+            source=r["source"], accessed=r["accessed"], kind=r["kind"])
+        if (g.name, g.variant) in out:
+            raise ValueError(f"gpus.csv: {g.name} {g.variant!r} is listed twice")
+        out[(g.name, g.variant)] = g
     return out
 
 
@@ -326,7 +360,8 @@ def _nic_table():
         n = NICSpec(name=r["name"], generation=r["generation"], year=int(r["year"]),
                     line_rate=units.Bandwidth.from_gbit_per_s(
                         float(r["line_rate_gbit_per_s"]), r["direction"]),
-                    ports=int(r["ports"]), source=r["source"], accessed=r["accessed"])
+                    ports=int(r["ports"]), source=r["source"], accessed=r["accessed"],
+                    kind=r["kind"])
         out[n.name] = n
     return out
 
@@ -382,22 +417,44 @@ def pcie_generations() -> list[PCIeGeneration]:
     return [v for _, v in sorted(_pcie_table().items())]
 
 
-def gpu(name: str) -> GPUSpec:
+def gpu(name: str, variant: str | None = None) -> GPUSpec:
     """Return the record of GPU ``name`` (e.g. ``"H100"``).
+
+    Parameters
+    ----------
+    name : str
+        A name from :func:`gpu_names`.
+    variant : str, optional
+        One of :func:`gpu_variants` of ``name`` (``"PCIe 80GB"``); by default the
+        GPU's first row in ``gpus.csv``, its flagship (SXM) part.
 
     >>> gpu("A100").memory_bytes / 1e9
     80.0
+    >>> gpu("H100").variant, gpu("H100", "PCIe 80GB").memory_type
+    ('SXM5 80GB', 'HBM2e')
     """
-    table = _gpu_table()
-    check_choice("name", name, table)
-    return table[name]
+    check_choice("name", name, gpu_names())
+    if variant is None:
+        variant = gpu_variants(name)[0]
+    check_choice("variant", variant, gpu_variants(name))
+    return _gpu_table()[(name, variant)]
+
+
+def gpu_variants(name: str) -> list[str]:
+    """The variants of GPU ``name`` in the data, its flagship (default) first.
+
+    >>> gpu_variants("H100")
+    ['SXM5 80GB', 'PCIe 80GB']
+    """
+    check_choice("name", name, gpu_names())
+    return [v for n, v in _gpu_table() if n == name]
 
 
 def gpus() -> list[GPUSpec]:
-    """All GPUs in the data, in the data file's (release) order."""
+    """All GPU rows in the data (every variant), in the data file's order."""
     return list(_gpu_table().values())
 
 
 def gpu_names() -> list[str]:
-    """Names of all GPUs in the data, oldest first."""
-    return [g.name for g in gpus()]
+    """Names of all GPUs in the data (each once), oldest first."""
+    return list(dict.fromkeys(n for n, _ in _gpu_table()))

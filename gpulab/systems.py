@@ -12,7 +12,8 @@ Schema of one system (all keys required unless marked optional)::
       my-server:
         description: "8x H100 SXM5 with NVSwitch"
         gpu: H100                  # a name from gpulab.specs.gpu_names()
-        gpu_variant: SXM5 80GB     # optional free text
+        gpu_variant: SXM5 80GB     # optional: a variant from gpulab.specs.gpu_variants(gpu)
+                                   # selects that row; other text is a note
         n_gpus: 8                  # GPUs in the whole system
         gpus_per_node: 8
         nvlink:
@@ -283,8 +284,18 @@ class System:
 
     @property
     def gpu_spec(self):
-        """The :class:`gpulab.specs.GPUSpec` of the GPU."""
-        return specs.gpu(self.gpu)
+        """The :class:`gpulab.specs.GPUSpec` of the GPU.
+
+        The row of ``gpus.csv`` whose variant is ``gpu_variant`` when it names one
+        (``specs.gpu_variants(gpu)``, e.g. ``"PCIe 80GB"``); otherwise the GPU's
+        first (flagship) row, which is what a free-text ``gpu_variant`` describes.
+
+        >>> get("h100-pcie").gpu_spec.fp16_dense_flops / 1e12
+        756.0
+        """
+        variants = specs.gpu_variants(self.gpu)
+        return specs.gpu(self.gpu, self.gpu_variant if self.gpu_variant in variants
+                         else None)
 
     @property
     def nvlink_links_to_peer(self):

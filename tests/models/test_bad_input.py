@@ -208,7 +208,9 @@ CASES = [
     # --- specs ------------------------------------------------------------------------
     Case(specs.nvlink, {"generation": 4}, {"generation": INT(1, 5)}),
     Case(specs.pcie, {"generation": 5}, {"generation": INT(1, 6)}),
-    Case(specs.gpu, {"name": "H100"}, {"name": CHOICE("h100", " H100")}),
+    Case(specs.gpu, {"name": "H100"}, {"name": CHOICE("h100", " H100"),
+                                       "variant": ["no-such-thing", "", 3, True, ["x"],
+                                                   "pcie 80gb", "SXM2 32GB"]}),
     Case(specs.nic, {"name": "ConnectX-7"}, {"name": CHOICE("connectx-7", "CX7")}),
     Case(specs.read_data_text, {"name": "gpus.csv"},
          {"name": CHOICE("..", "../specs.py", ".hidden", "data/gpus.csv")}),

@@ -7,6 +7,7 @@ import fractions
 import io
 
 import pytest
+import yaml
 
 from gpulab import links, specs, units
 
@@ -17,8 +18,8 @@ NVLINK_GPU_BIDIR_GB_PER_S = {1: 160, 2: 300, 3: 600, 4: 900, 5: 1800}
 NVLINK4_RAW_LINK_GB_PER_S = 26.5625          # 53.125 GBd x PAM4 x 2 lanes / 8
 PCIE5_X16_PER_DIRECTION = 32e9 * 16 * 128 / 130 / 8   # [B/s]
 
-KEYS = {"nvlink.csv": "generation", "pcie.csv": "generation", "gpus.csv": "name",
-        "nics.csv": "name"}
+KEYS = {"nvlink.csv": ("generation",), "pcie.csv": ("generation",),
+        "gpus.csv": ("name", "variant"), "nics.csv": ("name",), "cpu_links.csv": ("name",)}
 NUMERIC = {
     "nvlink.csv": ["generation", "year", "bits_per_symbol", "symbol_rate_gbaud",
                    "lanes_per_direction", "nominal_link_gb_per_s", "links_per_gpu",
@@ -53,7 +54,7 @@ def test_every_row_has_source_and_iso_date(name):
 
 @pytest.mark.parametrize("name", sorted(KEYS))
 def test_no_duplicate_keys(name):
-    keys = [r[KEYS[name]] for r in _rows(name)]
+    keys = [tuple(r[k] for k in KEYS[name]) for r in _rows(name)]
     assert len(keys) == len(set(keys))
 
 
@@ -165,8 +166,9 @@ def test_gpu_record_units():
     assert h200.memory_bandwidth == 4.8e12
     assert h200.fp16_dense_flops == pytest.approx(989.4e12)
     assert h200.nvlink.generation == 4
-    assert specs.gpu_names() == [g.name for g in specs.gpus()]
+    assert specs.gpu_names() == list(dict.fromkeys(g.name for g in specs.gpus()))
     assert specs.gpu_names()[:3] == ["V100", "A100", "H100"]
+    assert len(set(specs.gpu_names())) == len(specs.gpu_names())
 
 
 # --- loaders --------------------------------------------------------------------------
@@ -195,6 +197,9 @@ def test_list_loaders_return_fresh_lists():
     (lambda: specs.pcie(7), "generation"),
     (lambda: specs.gpu("H300"), "name"),
     (lambda: specs.gpu("h100"), "name"),
+    (lambda: specs.gpu("H100", "PCIe"), "variant"),
+    (lambda: specs.gpu("H100", 3), "variant"),
+    (lambda: specs.gpu_variants("H300"), "name"),
     (lambda: specs.nic("ConnectX-9"), "name"),
     (lambda: specs.read_data_text("nope.csv"), "name"),
     (lambda: specs.read_data_text("../specs.py"), "name"),
@@ -207,3 +212,131 @@ def test_unknown_names_raise_value_error_naming_parameter(call, param):
 
 def test_read_data_text_reads_package_data():
     assert specs.read_data_text("nvlink.csv").startswith("generation,")
+
+
+# --- where each number comes from -----------------------------------------------------
+#: The assumption records that must say what kind of number they are: every record of
+#: these tables, plus the listed records of the parallelism table (its other records
+#: are described in gpulab/data/README.md as pending). nccl_model.yaml keeps plain
+#: values with one source per block and is checked by its own tests.
+KIND_TABLES = ("course", "topology", "pcie")
+KIND_RECORDS = {"parallelism": ("memory_reserve_fraction",)}
+CSV_FILES = ("gpus.csv", "nvlink.csv", "pcie.csv", "nics.csv", "cpu_links.csv")
+
+
+def _records(node, path=()):
+    """Every ``{value, ...}`` record under ``node`` with its path."""
+    if isinstance(node, dict) and "value" in node:
+        yield "/".join(path), node
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            if isinstance(v, dict):
+                yield from _records(v, path + (str(k),))
+
+
+def _assumption_records():
+    out = []
+    for table in KIND_TABLES:
+        doc = yaml.safe_load(specs.read_data_text(specs.ASSUMPTION_TABLES[table]))
+        out += [(table, path, rec) for path, rec in _records(doc)]
+    for table, names in KIND_RECORDS.items():
+        out += [(table, n, specs.assumption_record(table, n)) for n in names]
+    return out
+
+
+def _check_provenance(where, kind, source, accessed):
+    assert kind in specs.KINDS, f"{where}: kind {kind!r} not in {specs.KINDS}"
+    assert isinstance(source, str) and source.strip(), f"{where}: empty source"
+    assert isinstance(accessed, str), f"{where}: accessed must be an ISO date string"
+    d = dt.date.fromisoformat(accessed)
+    assert accessed == d.isoformat(), f"{where}: accessed {accessed!r} is not ISO"
+    assert dt.date(2015, 1, 1) <= d <= dt.date(2030, 1, 1)
+
+
+@pytest.mark.parametrize("name", CSV_FILES)
+def test_every_csv_row_declares_kind_source_and_date(name):
+    header = next(csv.reader(io.StringIO(specs.read_data_text(name))))
+    assert "kind" in header and "source" in header and "accessed" in header
+    for i, r in enumerate(_rows(name), start=2):
+        _check_provenance(f"{name} line {i}", r["kind"], r["source"], r["accessed"])
+
+
+def test_every_assumption_record_declares_kind_source_and_date():
+    recs = _assumption_records()
+    assert len(recs) > 25                       # the walk found the records
+    for table, path, rec in recs:
+        _check_provenance(f"{table}:{path}", rec.get("kind"), rec.get("source"),
+                          rec.get("accessed"))
+        assert rec.get("meaning", "").strip(), f"{table}:{path}: no meaning"
+
+
+def test_kind_is_exposed_on_every_record():
+    for g in (specs.gpus() + specs.nvlink_generations() + specs.pcie_generations()
+              + specs.nics()):
+        assert g.kind in specs.KINDS
+    assert specs.gpu("H100", "PCIe 80GB").kind == "derived"     # nvlink_links derived
+    assert specs.nvlink(3).kind == "spec" and specs.nvlink(4).kind == "derived"
+
+
+def test_kind_check_catches_a_bad_row(monkeypatch):
+    text = specs.read_data_text("pcie.csv").replace(",spec,", ",published,", 1)
+    monkeypatch.setattr(specs, "read_data_text", lambda name: text)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        specs._rows("pcie.csv")
+
+
+def test_derived_rows_say_what_is_derived():
+    """A derived or assumed row names the fields that are not spec in its source."""
+    for name in CSV_FILES:
+        for r in _rows(name):
+            if r["kind"] in ("derived", "assumed"):
+                assert "derived" in r["source"].lower() or "assum" in r["source"].lower(), r
+
+
+def test_nvlink_derived_line_rates_reproduce_nvidia_smi():
+    """The back-solved symbol rates and coding ratios give the nvidia-smi link rate
+    (GB/s per direction) and, with the coding, the published data rate."""
+    for g in specs.nvlink_generations():
+        raw = g.symbol_rate * g.bits_per_symbol * g.lanes_per_direction / 8
+        nominal = g.nominal_link_bandwidth.to_per_direction().bytes_per_s
+        assert raw * g.coding_efficiency == pytest.approx(nominal, rel=1e-12)
+        if g.nvidia_smi_link_gb_per_s is not None:
+            assert raw / 1e9 == pytest.approx(g.nvidia_smi_link_gb_per_s, abs=5e-4)
+        if g.coding_efficiency != 1:
+            assert g.kind == "derived"
+
+
+def test_ring_step_latency_is_the_model_prediction_it_says():
+    """assumptions.yaml's ring_step_latency_s is derived from gpulab.collectives: a
+    32 KiB all_reduce on hgx-h200 (8 GPUs, one process each, NVLS off) over 14 steps."""
+    from gpulab import collectives
+    t = collectives.predict("all_reduce", 32768, 8, system="hgx-h200", nvls=False,
+                            gpus_per_process=1).time_scalar
+    step = specs.assumption("course", "ring_step_latency_s")
+    assert specs.assumption_record("course", "ring_step_latency_s")["kind"] == "derived"
+    assert step == pytest.approx(t / 14, rel=0.02)
+
+
+def test_h100_pcie_card_oracle():
+    """NVIDIA H100 whitepaper / datasheet, H100 PCIe column: 756 dense BF16, 1513 dense
+    FP8, 80 GB HBM2e at 2.0 TB/s, PCIe Gen5, NVLink bridge 600 GB/s = 12 NVLink4 links."""
+    pcie, sxm = specs.gpu("H100", "PCIe 80GB"), specs.gpu("H100")
+    assert sxm.variant == "SXM5 80GB" and specs.gpu_variants("H100")[0] == sxm.variant
+    assert pcie.fp16_dense_flops == pytest.approx(756e12)
+    assert pcie.fp8_dense_flops == pytest.approx(1513e12)
+    assert (pcie.memory_bytes, pcie.memory_type, pcie.memory_bandwidth) == (
+        80e9, "HBM2e", 2.0e12)
+    assert pcie.pcie_generation == 5
+    bridge = links.nvlink_gpu_bandwidth(pcie.nvlink_generation, pcie.nvlink_links)
+    assert bridge.to_bidirectional().gb_per_s == pytest.approx(600.0)
+    assert pcie.fp16_dense_flops / sxm.fp16_dense_flops == pytest.approx(756 / 989.4)
+
+
+def test_nvls_threshold_keeps_nccls_rule_apart_from_the_observation():
+    """The model's min_ranks is labelled an observation; NCCL's own rule (NVLS off at
+    <= 2 GPUs, src/transport/nvls.cc) is recorded separately."""
+    nv = specs.assumption_record("nccl", "nvls")
+    assert nv["nccl_rule_min_gpus"] == 3
+    assert "nvls.cc" in nv["nccl_rule_source"]
+    assert "Observed" in nv["min_ranks_source"]
+    assert nv["min_ranks"] >= nv["nccl_rule_min_gpus"]
