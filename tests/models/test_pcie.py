@@ -217,7 +217,7 @@ def test_every_protocol_constant_has_source_and_date():
     assert len(names) >= 15
     for n in names:
         info = pcie.protocol_info(n)
-        assert set(info) == {"value", "meaning", "source", "accessed"}, n
+        assert set(info) == {"value", "kind", "meaning", "source", "accessed"}, n
         assert info["source"].strip() and info["meaning"].strip(), n
         assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", info["accessed"]), n
 
