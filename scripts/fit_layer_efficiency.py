@@ -156,7 +156,8 @@ MEANING = {
 
 
 def document():
-    src = (f"Fitted by scripts/fit_layer_efficiency.py to gpulab/data/{RUN}/layer_fit.csv "
+    src = (f"Derived: fitted by scripts/fit_layer_efficiency.py to our measurements in "
+           f"gpulab/data/{RUN}/layer_fit.csv "
            "(1x H200 SXM, driver 580.159.04, PyTorch 2.11.0+cu130, 700 W power limit, "
            "2026-12-01; 192 shapes per precision); the held-out grid (layer_holdout.csv) "
            "is not used in the fit")
@@ -173,7 +174,7 @@ def document():
                           "source": "gpulab/data/gpus.csv, H200 row", "accessed": "2026-12-01"}}}
     for prec in ("bf16", "fp8"):
         c = fit(prec)
-        doc[prec] = {k: {"value": v, "kind": "measured" if k != "floor_exponent" else "derived",
+        doc[prec] = {k: {"value": v, "kind": "derived",
                          "meaning": MEANING[k], "source": src, "accessed": "2026-12-01"}
                      for k, v in c.items()}
         doc[prec]["fit_error"] = {"value": band_table(errors(c, prec, "layer_fit.csv")),
