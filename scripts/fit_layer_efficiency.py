@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import sys
 from pathlib import Path
 
@@ -189,6 +190,23 @@ def document():
     return doc
 
 
+def differences(stored, fresh, path=""):
+    """Paths where ``stored`` and ``fresh`` differ; numbers within 0.2% (or 2e-4) agree,
+    so that the last rounded digit may move with the platform's floating point."""
+    if isinstance(fresh, dict):
+        if not isinstance(stored, dict) or set(stored) != set(fresh):
+            yield f"{path or 'top level'}: keys differ"
+            return
+        for k in fresh:
+            yield from differences(stored[k], fresh[k], f"{path}/{k}")
+    elif isinstance(fresh, (int, float)) and not isinstance(fresh, bool):
+        if not isinstance(stored, (int, float)) or not math.isclose(
+                stored, fresh, rel_tol=2e-3, abs_tol=2e-4 if abs(fresh) > 1e-3 else 0.0):
+            yield f"{path}: stored {stored!r}, fresh fit {fresh!r}"
+    elif stored != fresh:
+        yield f"{path}: stored {stored!r}, fresh fit {fresh!r}"
+
+
 def dump(doc):
     import yaml
     head = ("# Constants of gpulab.parallelism.layer_efficiency (the layer-shard compute model).\n"
@@ -202,12 +220,17 @@ def main(argv=None):
     ap.add_argument("--check", action="store_true",
                     help="compare with the stored YAML instead of writing it")
     args = ap.parse_args(argv)
-    text = dump(document())
+    doc = document()
+    text = dump(doc)
     if args.check:
-        same = OUT.exists() and OUT.read_text() == text
-        print("layer_efficiency.yaml is up to date" if same else
-              "layer_efficiency.yaml differs from a fresh fit")
-        return 0 if same else 1
+        import yaml
+        stored = yaml.safe_load(OUT.read_text()) if OUT.exists() else None
+        diffs = list(differences(stored, doc))
+        for d in diffs:
+            print(d)
+        print("layer_efficiency.yaml differs from a fresh fit" if diffs else
+              "layer_efficiency.yaml is up to date")
+        return 1 if diffs else 0
     OUT.write_text(text)
     print(f"wrote {OUT.relative_to(ROOT)}")
     return 0
