@@ -199,6 +199,7 @@ ASSUMPTION_TABLES = {
     "topology": "topology_assumptions.yaml",
     "pcie": "pcie_protocol.yaml",
     "nccl": "nccl_model.yaml",
+    "layer_efficiency": "layer_efficiency.yaml",
 }
 
 
@@ -214,7 +215,7 @@ def assumption_record(table, name):
     ----------
     table : str
         A key of :data:`ASSUMPTION_TABLES` (``"course"``, ``"parallelism"``,
-        ``"topology"``, ``"pcie"`` or ``"nccl"``).
+        ``"topology"``, ``"pcie"``, ``"nccl"`` or ``"layer_efficiency"``).
     name : str
         The entry's path; levels separated by ``/`` or ``.``
         (``"protocols/LL128/bandwidth"``, ``"flit.tlp_bytes"``, ``"mfu"``).

@@ -1,7 +1,7 @@
 r"""Choosing a parallel layout: memory, communication, compute and bubble models.
 
 One module per part of the question: :mod:`.model` (presets, counts), :mod:`.layout`,
-:mod:`.memory`, :mod:`.comm`, :mod:`.step`, :mod:`.chooser`, :mod:`.tp` and :mod:`.roi`;
+:mod:`.memory`, :mod:`.comm`, :mod:`.efficiency`, :mod:`.step`, :mod:`.chooser`, :mod:`.tp` and :mod:`.roi`;
 this package re-exports their public names.
 
 Given a transformer (:class:`ModelSpec`, presets in ``data/llm_models.yaml``) and a
@@ -15,7 +15,9 @@ one training step take, and which layout is fastest among those that fit?
 * communication per step: :func:`step_communication`, every collective timed with
   :func:`gpulab.collectives.collective_time` on the chosen system and placement
   (one process per GPU, as torchrun launches training);
-* compute: :func:`flops_per_step` (Narayanan et al. 2021) at an assumed MFU;
+* compute: :func:`flops_per_step` (Narayanan et al. 2021) at the efficiency of each
+  shard's shape, :func:`layer_efficiency` (fitted to our own H200 layer-shard runs;
+  ``mfu=`` still forces a flat one);
 * the pipeline bubble: :func:`bubble_fraction`;
 * step time and throughput: :func:`step_time`; the chooser: :func:`rank_layouts`;
 * helpers for the chapters: :func:`tp_allreduce_count`, :func:`speedup`,
@@ -84,6 +86,10 @@ from .comm import (  # noqa: F401
     Communication,
     step_communication,
 )
+from .efficiency import (  # noqa: F401
+    PRECISIONS,
+    layer_efficiency,
+)
 from .step import (  # noqa: F401
     bubble_fraction,
     StepTime,
@@ -140,6 +146,8 @@ __all__ = [
     "tp_allreduce_count",
     "Communication",
     "step_communication",
+    "PRECISIONS",
+    "layer_efficiency",
     "bubble_fraction",
     "StepTime",
     "step_time",

@@ -9,9 +9,10 @@ import dataclasses
 from dataclasses import dataclass
 
 
-from .._validate import check_choice, check_int
+from .._validate import as_number, check_choice, check_int
 from .layout import Layout, memory_reason, structural_reasons, as_system
 from .model import RECOMPUTE, default_value, check_flag, check_positive, seq_len_of, as_model, check_zero, assumption
+from .efficiency import PRECISIONS, peak_flops
 from .step import StepTime, step_result
 
 
@@ -122,7 +123,7 @@ def _divisors(n):
 def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
                  seq_len=None, zero=1, sequence_parallel=False, recompute="none",
                  virtual=1, mfu=None, dp_overlap=None, tp_overlap=None,
-                 bucket_bytes=None, reserve=None, nvls=True):
+                 bucket_bytes=None, reserve=None, nvls=True, precision="bf16"):
     """Enumerate every TP x PP x DP layout of ``n_gpus`` GPUs and rank them.
 
     Parameters
@@ -145,8 +146,9 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
         Recomputation mode(s) to try.
     virtual : int or tuple of int
         Virtual pipeline stages to try (only where PP > 1).
-    mfu, dp_overlap, tp_overlap, bucket_bytes, reserve, nvls
-        As in :func:`step_time`.
+    mfu, dp_overlap, tp_overlap, bucket_bytes, reserve, nvls, precision
+        As in :func:`step_time` (``mfu=None``: compute efficiency from each
+        candidate's shard shape).
 
     Returns
     -------
@@ -181,7 +183,10 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
                      lambda k, v: check_choice(k, v, RECOMPUTE))
     virts = _as_tuple("virtual", virtual,
                       lambda k, v: check_int(k, v, low=1, high=1_000_000))
-    eta = default_value("mfu", mfu, "mfu", low=0, high=1, low_inclusive=False)
+    eta = None if mfu is None else as_number("mfu", mfu, low=0, high=1,
+                                             low_inclusive=False, allow_array=False)
+    check_choice("precision", precision, PRECISIONS)
+    peak_flops(s_.gpu_spec, precision)
     dpo = default_value("dp_overlap", dp_overlap, "dp_overlap", low=0, high=1)
     tpo = default_value("tp_overlap", tp_overlap, "tp_overlap", low=0, high=1)
     bucket = default_value("dp_bucket_bytes", bucket_bytes, "bucket_bytes", low=1)
@@ -211,7 +216,7 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
                                                             tuple(why), why[0]))
                                 continue
                             st = step_result(m, s_, lay, gbatch, b, s, z, sp, rc, eta,
-                                       dpo, tpo, bucket, res, nv, gb, wb)
+                                       dpo, tpo, bucket, res, nv, gb, wb, precision)
                             if not st.fits:
                                 r = memory_reason(st.memory, s_, res)
                                 invalid.append(LayoutResult(lay, opts, st, (r,), r))

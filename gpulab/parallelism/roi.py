@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .._validate import as_number, check_choice, check_int
 from .chooser import rank_layouts
+from .efficiency import PRECISIONS
 from .layout import cluster
 from .model import model as model_of
 from .model import model_names
@@ -182,10 +183,10 @@ def roi_cluster(system, nodes):
 
 
 @functools.lru_cache(maxsize=256)
-def _best(model, system, nodes):
+def _best(model, system, nodes, precision):
     """The chooser's best StepTime, or the ValueError saying why nothing fits."""
     r = rank_layouts(model, roi_cluster(system, nodes),
-                     global_batch=ROI_GLOBAL_BATCH, **ROI_SEARCH)
+                     global_batch=ROI_GLOBAL_BATCH, precision=precision, **ROI_SEARCH)
     if r.best is not None:
         return r.best.step
     least = min((x for x in r.invalid if x.step is not None),
@@ -196,12 +197,12 @@ def _best(model, system, nodes):
                       f"{why}; add nodes")
 
 
-def roi_best_step(model, system, nodes):
+def roi_best_step(model, system, nodes, *, precision="bf16"):
     """The fastest layout of ``model`` on ``nodes`` nodes of ``system`` (a StepTime).
 
     :func:`rank_layouts` with the options :data:`ROI_SEARCH` and global batch
     :data:`ROI_GLOBAL_BATCH` on :func:`roi_cluster`; results are cached, since the
-    chooser is deterministic.
+    chooser is deterministic. ``precision``: as in :func:`step_time`.
 
     Raises
     ------
@@ -212,14 +213,15 @@ def roi_best_step(model, system, nodes):
     check_choice("system", system, ROI_FAST_SYSTEMS + ROI_SLOW_SYSTEMS)
     if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes not in ROI_NODES:
         raise ValueError(f"nodes must be one of {ROI_NODES}; got {nodes!r}")
-    got = _best(model, system, nodes)
+    check_choice("precision", precision, PRECISIONS)
+    got = _best(model, system, nodes, precision)
     if isinstance(got, Exception):
         raise ValueError(str(got))
     return got
 
 
 def roi_comparison(model, nodes, fast, slow, *, price_fast, price_slow,
-                   project_tokens):
+                   project_tokens, precision="bf16"):
     """NVLink vs PCIe for one training project: both best layouts and the ROI.
 
     Parameters
@@ -234,6 +236,8 @@ def roi_comparison(model, nodes, fast, slow, *, price_fast, price_slow,
         Price per GPU-hour of each system, [0, 1000]. [USD]
     project_tokens : float
         Tokens the project trains on, [1e9, 1e13].
+    precision : {"bf16", "fp8"}
+        As in :func:`step_time`, on both systems.
 
     Returns
     -------
@@ -252,8 +256,8 @@ def roi_comparison(model, nodes, fast, slow, *, price_fast, price_slow,
     """
     check_choice("fast", fast, ROI_FAST_SYSTEMS)
     check_choice("slow", slow, ROI_SLOW_SYSTEMS)
-    sf = roi_best_step(model, fast, nodes)
-    ss = roi_best_step(model, slow, nodes)
+    sf = roi_best_step(model, fast, nodes, precision=precision)
+    ss = roi_best_step(model, slow, nodes, precision=precision)
     spec = model_of(model)
     roi = nvlink_roi(sf.total, ss.total,
                      tokens_per_step=ROI_GLOBAL_BATCH * spec.seq_len,

@@ -1,5 +1,5 @@
-"""Step time: compute at an assumed MFU, exposed communication, the pipeline bubble;
-:func:`step_time` puts them together.
+"""Step time: compute at the efficiency of its shapes (:mod:`.efficiency`), exposed
+communication, the pipeline bubble; :func:`step_time` puts them together.
 
 Units are SI: bytes, seconds, FLOP, FLOP/s.
 """
@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-from .._validate import check_choice, check_int
+from .._validate import as_number, check_choice, check_int
 from .comm import Communication, comm_parts
+from .efficiency import PRECISIONS, gemm_efficiency, peak_flops, spec_shard_efficiency
 from .layout import Layout, as_layout, memory_reason, structural_reasons, as_system
 from .memory import TrainingMemory, training_memory
 from .model import RECOMPUTE, default_value, check_flag, flops_parts, check_positive, seq_len_of, as_model, check_zero, assumption, flops_per_step
@@ -61,7 +62,7 @@ class StepTime:
     ----------
     layout : Layout
     compute : float
-        GEMM and attention time at the assumed MFU (includes recomputation). [s]
+        GEMM and attention time at :attr:`efficiency` (includes recomputation). [s]
     tp_comm, pp_comm, dp_comm : float
         Exposed communication. [s]
     bubble : float
@@ -72,7 +73,7 @@ class StepTime:
         Training throughput of the whole layout. [tokens/s]
     mfu : float
         End-to-end model FLOPs utilisation (model FLOPs, no recomputation, over
-        ``total x GPUs x peak``).
+        ``total x GPUs x peak``, the dense peak in :attr:`precision`).
     micro_batches : int
     memory : TrainingMemory
     fits : bool
@@ -80,6 +81,15 @@ class StepTime:
     comm : Communication
         Communication before overlap.
     notes : tuple of str
+    efficiency : float
+        Fraction of the dense peak the transformer layers' compute reaches: the
+        per-shape :func:`layer_efficiency` of one TP shard (its layer shapes, micro-
+        batch and sequence length), or the ``mfu`` the caller passed.
+    logits_efficiency : float
+        The same for the output (logits) layer: the GEMM part of the layer model
+        for a GEMM of its shape (hidden x vocab/tp), or the caller's ``mfu``.
+    precision : str
+        ``"bf16"`` or ``"fp8"`` (the linear layers' precision).
     """
 
     layout: Layout
@@ -96,6 +106,9 @@ class StepTime:
     fits: bool
     comm: Communication
     notes: tuple
+    efficiency: float = float("nan")
+    logits_efficiency: float = float("nan")
+    precision: str = "bf16"
 
     def components(self):
         """The five parts of :attr:`total` as a dict."""
@@ -108,15 +121,26 @@ def _hidden(t, overlap, budget):
     return min(overlap * t, budget)
 
 
+def compute_efficiency(m, gpu_spec, tp, seq_len, micro_batch, precision, mfu):
+    """(layer efficiency, logits efficiency) of one TP shard; ``mfu`` overrides both."""
+    if mfu is not None:
+        return mfu, mfu
+    layer = flops_parts(m, float(seq_len) * micro_batch, seq_len, "none")[0] / m.layers
+    eff = spec_shard_efficiency(m, tp, seq_len, micro_batch, gpu_spec, precision, layer)
+    return eff, gemm_efficiency(m.hidden, m.vocab / tp, gpu_spec, precision)
+
+
 def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucket, res,
-          nvls, gb, wb):
+          nvls, gb, wb, precision="bf16"):
     mb = gbatch // (lay.dp * b)
     n = lay.n_gpus
     tokens = float(gbatch) * s
-    peak = s_.gpu_spec.fp16_dense_flops
+    peak = peak_flops(s_.gpu_spec, precision)
+    eff, eff_logits = compute_efficiency(m, s_.gpu_spec, lay.tp, s, b, precision, mfu)
     f_layers, f_logits = flops_parts(m, tokens, s, recompute)
     # the slowest stage sets the pace: the last one also computes the logits
-    compute = (f_layers / lay.pp + f_logits) / (lay.tp * lay.dp * peak * mfu)
+    compute = (f_layers / lay.pp / eff + f_logits / eff_logits) \
+        / (lay.tp * lay.dp * peak)
     comm = comm_parts(m, s_, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb)
     tp = comm.tp * (1.0 - tpo)
     pp = comm.pp
@@ -152,13 +176,13 @@ def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucke
         notes.append(memory_reason(mem, s_, res))
     return StepTime(lay, compute, tp, pp, dp, bubble, total, tokens / total,
                     model_flops / (total * n * peak), mb, mem, fits, comm,
-                    tuple(notes))
+                    tuple(notes), eff, eff_logits, precision)
 
 
 def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None,
               zero=0, sequence_parallel=False, recompute="none", mfu=None,
               dp_overlap=None, tp_overlap=None, bucket_bytes=None, reserve=None,
-              nvls=True):
+              nvls=True, precision="bf16"):
     r"""Step time, throughput and memory of one layout.
 
     Parameters
@@ -176,9 +200,12 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     sequence_parallel : bool
     recompute : {"none", "selective", "full"}
     mfu : float, optional
-        Fraction of the GPU's dense BF16 peak the compute reaches, in (0, 1]
-        (default 0.40, the course's ``mfu`` assumption). Communication and bubble
-        come on top, so the end-to-end :attr:`StepTime.mfu` is lower.
+        A flat fraction of the GPU's dense peak (in ``precision``) for all compute,
+        in (0, 1]. Default None: from the shapes -- the transformer layers at
+        :func:`layer_efficiency` of one TP shard (this model's layer dimensions,
+        ``micro_batch``, ``seq_len``, the system's GPU), the logits layer at the
+        efficiency of a GEMM of its shape (:mod:`.efficiency`). Communication and
+        bubble come on top, so the end-to-end :attr:`StepTime.mfu` is lower.
     dp_overlap : float, optional
         Fraction of the DP communication allowed to overlap compute, [0, 1]
         (default 1.0: Megatron ``--overlap-grad-reduce``/``--overlap-param-gather``).
@@ -190,6 +217,10 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     reserve : float, optional
         Share of GPU memory kept free, [0, 1) (default 0.10).
     nvls : bool
+    precision : {"bf16", "fp8"}
+        Precision of the linear layers; sets the peak (``fp16_dense_flops`` or
+        ``fp8_dense_flops``) and the efficiency curve. ``"fp8"`` is the eager
+        ``torch._scaled_mm`` path we measured, not Transformer Engine.
 
     Returns
     -------
@@ -209,10 +240,14 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
           + (1-o_t)\,t_\text{TP} + t_\text{PP} + t_\text{DP}^\text{exposed}
           + \frac{p-1}{v\,m}\left(\frac{F}{nP\eta} + (1-o_t)\,t_\text{TP}\right)
 
-    with :math:`F` from :func:`flops_per_step`, :math:`n` GPUs of peak :math:`P`
-    (dense BF16), MFU :math:`\eta`. With pipelining, the compute term is that of
-    the slowest stage, the last one: :math:`(F_\text{layers}/p +
-    F_\text{logits})/(t\,d\,P\eta)`. The DP reduction hides behind compute only
+    with :math:`F` from :func:`flops_per_step`, :math:`n` GPUs of dense peak
+    :math:`P` (in ``precision``), efficiency :math:`\eta`. With pipelining, the
+    compute term is that of the slowest stage, the last one:
+    :math:`(F_\text{layers}/(p\,\eta_\text{layer}) +
+    F_\text{logits}/\eta_\text{logits})/(t\,d\,P)`. :math:`\eta_\text{layer}`
+    depends on the shard's shape (hidden/TP, tokens per micro-batch): small shards
+    run far below the peak, so a higher TP degree or a smaller micro-batch costs
+    compute time as well as communication. The DP reduction hides behind compute only
     where it can run: plain DP and ZeRO-1 reduce once per step, during the last
     micro-batch's backward pass (and gather parameters during the first forward);
     ZeRO-2 reduces every micro-batch; ZeRO-3 prefetches throughout. Hidden time is
@@ -221,9 +256,10 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     ======================================  =====================================
     Assumption                              Source
     ======================================  =====================================
-    MFU 0.40 of dense BF16 peak             data/assumptions.yaml ``mfu``
-    (Narayanan 2021: 44-52% on A100;        (end-to-end figures, so the compute
-    Llama 3: 38-43% on H100)                share here is conservative)
+    compute efficiency per shard shape      data/layer_efficiency.yaml: fitted
+    (:func:`layer_efficiency`; other GPUs   to our 1x H200 layer-shard runs
+    transferred from H200: an assumption)   (eager PyTorch, 700 W power limit)
+    recomputed work at the same efficiency  course assumption
     bubble (p-1)/(v m) of ideal time        Narayanan et al. 2021, sec. 2.2
     TP collectives on the critical path     Shoeybi et al. 2019, sec. 3
     PP sends not overlapped                 Megatron's 1F1B schedule
@@ -248,7 +284,10 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     z = check_zero(zero)
     sp = check_flag("sequence_parallel", sequence_parallel)
     check_choice("recompute", recompute, RECOMPUTE)
-    eta = default_value("mfu", mfu, "mfu", low=0, high=1, low_inclusive=False)
+    eta = None if mfu is None else as_number("mfu", mfu, low=0, high=1,
+                                             low_inclusive=False, allow_array=False)
+    check_choice("precision", precision, PRECISIONS)
+    peak_flops(s_.gpu_spec, precision)
     dpo = default_value("dp_overlap", dp_overlap, "dp_overlap", low=0, high=1)
     tpo = default_value("tp_overlap", tp_overlap, "tp_overlap", low=0, high=1)
     bucket = default_value("dp_bucket_bytes", bucket_bytes, "bucket_bytes", low=1)
@@ -259,4 +298,4 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     if why:
         raise ValueError(f"layout {lay} cannot run: {'; '.join(why)}")
     return step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, eta, dpo, tpo, bucket,
-                 res, nv, assumption("grad_bytes"), assumption("weight_bytes"))
+                 res, nv, assumption("grad_bytes"), assumption("weight_bytes"), precision)

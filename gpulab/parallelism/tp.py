@@ -6,7 +6,8 @@ The answer runs each degree through :func:`gpulab.parallelism.step_time`.
 """
 from __future__ import annotations
 
-from .._validate import as_number
+from .._validate import as_number, check_choice
+from .efficiency import PRECISIONS, peak_flops
 from .layout import as_system
 from .model import as_model, check_flag, check_positive
 from .step import step_time
@@ -18,7 +19,7 @@ TP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
 
 
 def tp_degree_rows(model, system, *, seq_len, micro_batch=1,
-                   sequence_parallel=False, tp_overlap=0.0):
+                   sequence_parallel=False, tp_overlap=0.0, precision="bf16"):
     """Per-layer compute and TP communication of every usable TP degree.
 
     Each degree ``t`` is run as the layout ``(t, 1, n_gpus // t)`` with the
@@ -37,6 +38,9 @@ def tp_degree_rows(model, system, *, seq_len, micro_batch=1,
     sequence_parallel : bool
     tp_overlap : float
         Share of the TP communication hidden behind GEMMs, [0, 1].
+    precision : {"bf16", "fp8"}
+        As in :func:`step_time` (the compute efficiency of each degree's shard
+        comes from its shape: a higher degree gives thinner GEMMs).
 
     Returns
     -------
@@ -60,6 +64,8 @@ def tp_degree_rows(model, system, *, seq_len, micro_batch=1,
     sequence_parallel = check_flag("sequence_parallel", sequence_parallel)
     tp_overlap = float(as_number("tp_overlap", tp_overlap, low=0, high=1,
                                  allow_array=False))
+    check_choice("precision", precision, PRECISIONS)
+    peak_flops(s.gpu_spec, precision)
     rows, steps, skipped = [], {}, {}
     for t in TP_DEGREES:
         if t > s.n_gpus:
@@ -68,7 +74,8 @@ def tp_degree_rows(model, system, *, seq_len, micro_batch=1,
         try:
             st = step_time(spec, s, (t, 1, dp), global_batch=dp * micro_batch,
                            micro_batch=micro_batch, seq_len=seq_len, zero=1,
-                           sequence_parallel=sequence_parallel, tp_overlap=tp_overlap)
+                           sequence_parallel=sequence_parallel, tp_overlap=tp_overlap,
+                           precision=precision)
         except ValueError as exc:
             skipped[t] = str(exc).split(": ", 1)[-1]
             continue

@@ -238,18 +238,22 @@ def test_step_components_sum_to_total(tp, pp, rec, zero, sp, system):
     assert sum(parts.values()) == pytest.approx(st_.total, rel=1e-12)
     assert all(v >= 0 for v in parts.values())
     assert st_.tokens_per_s == pytest.approx(64 * 2048 / st_.total)
-    assert 0 < st_.mfu <= 0.4 + 1e-12
+    # end-to-end MFU cannot beat the compute efficiency (recompute, comm, bubble add)
+    assert 0 < st_.mfu <= max(st_.efficiency, st_.logits_efficiency) + 1e-12
 
 
 def test_nvlink_beats_pcie_for_tensor_parallelism():
     fast = par.step_time("13b", "hgx-h200", (8, 1, 1), global_batch=64)
     slow = par.step_time("13b", "h100-pcie", (8, 1, 1), global_batch=64)
     assert slow.tp_comm > 5 * fast.tp_comm
-    # compute scales with the dense BF16 peak: H200 SXM 989.4 vs H100 PCIe 756 TFLOP/s
-    peak = (systems.get("hgx-h200").gpu_spec.fp16_dense_flops
-            / systems.get("h100-pcie").gpu_spec.fp16_dense_flops)
-    assert peak == pytest.approx(989.4 / 756)
-    assert slow.compute == pytest.approx(fast.compute * peak)
+    # per-shape efficiency: the H100's lower HBM bandwidth (and, for a PCIe card,
+    # lower peak) can only make the compute slower
+    assert slow.compute >= fast.compute * 989.4 / 756 * 0.999
+    # a flat MFU: compute time scales with 1 / dense peak only
+    flat = [par.step_time("13b", s, (8, 1, 1), global_batch=64, mfu=0.4)
+            for s in ("hgx-h200", "h100-pcie")]
+    peaks = [systems.get(s).gpu_spec.fp16_dense_flops for s in ("hgx-h200", "h100-pcie")]
+    assert flat[0].compute * peaks[0] == pytest.approx(flat[1].compute * peaks[1])
 
 
 def test_dp_group_across_nodes_is_slower_than_inside_one():

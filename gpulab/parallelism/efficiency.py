@@ -1,0 +1,234 @@
+r"""Compute efficiency of a tensor-parallel layer shard, from its shape.
+
+The step model used to multiply FLOPs by one flat MFU. On one H200 a TP shard of a GPT
+layer (forward + backward) reaches anywhere from 6% to 67% of the dense BF16 peak,
+depending on the hidden size per TP rank and the tokens per micro-batch
+(``data/measurements/raw/h200-x1-2026-12-01-layers``). This module models the shard's
+time from its GEMM, attention and memory-traffic work, with constants fitted to those
+runs only (``scripts/fit_layer_efficiency.py`` writes ``data/layer_efficiency.yaml``).
+
+The model (one TP shard of one layer, forward + backward, no recomputation)
+---------------------------------------------------------------------------
+With T tokens per micro-batch (``seq_len x micro_batch``), hidden h, TP degree t and the
+four linear layers (k -> n per rank: QKV h -> 3h/t, attention output h/t -> h, fc1
+h -> 4h/t, fc2 4h/t -> h for a GPT layer):
+
+.. math::
+
+    g = \frac{P_\text{ref}}{P}\left[\frac{\sum_j 6Tk_jn_j\,(1 + n_0/\min(k_j,n_j))}
+        {\eta_\text{gemm}P_\text{ref}} + \frac{12Tsh/t}{\eta_\text{attn}P_\text{ref}}\right]
+      + \frac{B_\text{ref}}{B}\left[c_h\,Th + c_{ht}\,Th/t + c_w\textstyle\sum_j k_jn_j\right]
+
+    t_\text{shard} = \left(t_0^{\,p} + g^{\,p}\right)^{1/p}
+
+* GEMMs: a fixed efficiency :math:`\eta_\text{gemm}` of the peak, reduced for a thin GEMM
+  by :math:`d/(d+n_0)`, :math:`d` its smaller weight dimension (the fitted
+  :math:`n_0` is about 90 elements in bf16, 230 in fp8);
+* attention (flash, causal, head dim 128): its Narayanan FLOPs :math:`12Tsh/t` at
+  :math:`\eta_\text{attn}`;
+* memory-bound work per element: LayerNorms, residual adds (full width, :math:`Th`),
+  GeLU and biases (:math:`Th/t`), and per weight element (in the fp8 path: the per-call
+  re-cast and transposes of the weights);
+* :math:`t_0`: the floor of an eager PyTorch shard (CPU launch cost; no shard took less
+  than 1.18 ms in bf16), joined to the GPU work by a smooth maximum of exponent
+  :math:`p`.
+
+The constants (per precision) are fitted by least squares on log time over the fit
+grid (hidden 2048-25600, TP 1-8, tokens 2048-16384, 192 shapes per precision); a
+held-out grid of 64 shapes per precision (hidden 3072-14336, tokens 3072-12288, none
+of them in the fit) gives the error quoted in ``data/layer_efficiency.yaml`` and tested
+in ``tests/models/test_efficiency.py``: mean |error| of the efficiency 1.5% (bf16) and
+1.8% (fp8), worst 18% and 16% (the smallest, launch-bound shards: hidden/tp below 1024).
+
+What the numbers are
+--------------------
+* Measured on 1x H200 SXM at its 700 W power limit (SM clock ~1.5 GHz under load, not
+  1.98 GHz), with eager PyTorch 2.11 (cuBLAS GEMMs, flash attention through SDPA). The
+  large-shape ceiling (:math:`\eta_\text{gemm}` about 0.68 in bf16) is below the
+  standalone GEMM check (0.80 of 989 TFLOP/s at 4096-8192 cubed) because the layer
+  also runs narrower GEMMs, bias gradients and memory-bound kernels.
+* ``fp8``: plain eager ``torch._scaled_mm`` with per-call, unfused casts of weights and
+  activations -- NOT Transformer Engine. Against the FP8 dense peak the shard reaches
+  at most ~0.45; it is slower than bf16 at small shapes. A fused FP8 recipe would do
+  better; this model describes what we measured.
+* Other GPUs (A100, H100, B200, ...): the GEMM and attention terms are scaled by
+  the ratio of dense peaks and the memory terms by the ratio of HBM bandwidths, so the
+  efficiency curve is a fraction of each GPU's own peak *transferred from the H200
+  measurements* -- an assumption, not a measurement. H100 SXM has the same SMs and
+  peak as H200 but less HBM bandwidth (3.35 vs 4.8 TB/s), so its memory-bound terms
+  take longer. The launch floor :math:`t_0` is kept (it is the host's, not the GPU's).
+"""
+from __future__ import annotations
+
+import functools
+
+from .. import specs
+from .._validate import check_choice, check_int
+
+#: Precisions of the layer-shard model.
+PRECISIONS = ("bf16", "fp8")
+
+
+def shard_terms(hidden, tp, seq_len, micro_batch, *, qkv_out=None, ffn_hidden=None,
+                swiglu=False):
+    """Work terms of one TP shard of one layer, forward + backward (dict).
+
+    ``qkv_out``: QKV output width of the whole layer (default 3 x hidden, multi-head);
+    ``ffn_hidden``: MLP inner size (default 4 x hidden); ``swiglu``: fc1 is 2 x wide.
+    """
+    h, t = float(hidden), float(tp)
+    tokens = float(seq_len) * float(micro_batch)
+    qkv = 3.0 * h if qkv_out is None else float(qkv_out)
+    f = 4.0 * h if ffn_hidden is None else float(ffn_hidden)
+    fc1 = (2.0 if swiglu else 1.0) * f
+    dims = [(h, qkv / t), (h / t, h), (h, fc1 / t), (f / t, h)]
+    gemm = sum(6.0 * tokens * k * n for k, n in dims)
+    thin = sum(6.0 * tokens * k * n / min(k, n) for k, n in dims)
+    return {"gemm_flops": gemm, "gemm_thin": thin,
+            "attention_flops": 12.0 * tokens * seq_len * h / t,
+            "full_width_elements": tokens * h, "shard_width_elements": tokens * h / t,
+            "weight_elements": sum(k * n for k, n in dims)}
+
+
+@functools.lru_cache(maxsize=None)
+def coefficients(precision):
+    """The fitted constants of ``precision`` from ``data/layer_efficiency.yaml`` (dict)."""
+    check_choice("precision", precision, PRECISIONS)
+    names = ("floor_s", "floor_exponent", "gemm_efficiency", "gemm_half_dim",
+             "attention_efficiency", "full_width_s_per_element",
+             "shard_width_s_per_element", "weight_s_per_element")
+    c = {n: float(specs.assumption("layer_efficiency", f"{precision}/{n}"))
+         for n in names}
+    c["peak_flops"] = float(specs.assumption("layer_efficiency",
+                                             f"reference/{precision}_peak_flops"))
+    c["hbm_bandwidth"] = float(specs.assumption("layer_efficiency",
+                                                "reference/hbm_bandwidth"))
+    return c
+
+
+def peak_flops(gpu_spec, precision):
+    """Dense Tensor Core peak of ``gpu_spec`` in ``precision`` [FLOP/s]."""
+    if precision == "fp8":
+        if not gpu_spec.fp8_dense_flops:
+            raise ValueError(f"precision must be 'bf16' on {gpu_spec.name} (it has no "
+                             f"FP8 Tensor Cores); got 'fp8'")
+        return gpu_spec.fp8_dense_flops
+    return gpu_spec.fp16_dense_flops
+
+
+def shard_time(terms, gpu_spec, precision, coef=None):
+    """Modelled time of one shard (forward + backward) from :func:`shard_terms`. [s]
+
+    ``coef``: constants as :func:`coefficients` returns them (default: the fitted ones;
+    the fitting script passes trial values)."""
+    c = coefficients(precision) if coef is None else coef
+    peak = peak_flops(gpu_spec, precision)
+    compute = (terms["gemm_flops"] + c["gemm_half_dim"] * terms["gemm_thin"]) \
+        / (c["gemm_efficiency"] * peak) \
+        + terms["attention_flops"] / (c["attention_efficiency"] * peak)
+    memory = (c["full_width_s_per_element"] * terms["full_width_elements"]
+              + c["shard_width_s_per_element"] * terms["shard_width_elements"]
+              + c["weight_s_per_element"] * terms["weight_elements"]) \
+        * c["hbm_bandwidth"] / gpu_spec.memory_bandwidth
+    p = c["floor_exponent"]
+    return (c["floor_s"] ** p + (compute + memory) ** p) ** (1.0 / p)
+
+
+def gemm_efficiency(k, n, gpu_spec, precision):
+    """Fraction of the dense peak one GEMM with weight k x n reaches (forward + backward).
+
+    The GEMM part of the layer model alone: ``gemm_efficiency / (1 + n0 / min(k, n))``,
+    no launch floor and no memory term. Used for the logits layer.
+    """
+    peak_flops(gpu_spec, precision)
+    c = coefficients(precision)
+    return c["gemm_efficiency"] / (1.0 + c["gemm_half_dim"] / min(k, n))
+
+
+def narayanan_shard_flops(hidden, tp, seq_len, micro_batch):
+    """72 b s h^2 (1 + s/(6h)) / t: Narayanan et al. eq. 3 per layer, one TP shard. [FLOP]"""
+    tokens = float(seq_len) * float(micro_batch)
+    h = float(hidden)
+    return 72.0 * tokens * h * h * (1.0 + seq_len / (6.0 * h)) / tp
+
+
+def layer_efficiency(hidden, heads, tp, seq_len, micro_batch, *, gpu="H200",
+                     precision="bf16"):
+    r"""Fraction of the dense peak one TP shard of a GPT layer reaches (fwd + bwd).
+
+    Parameters
+    ----------
+    hidden : int
+        Hidden size h (FFN 4h, multi-head attention, head dim ``hidden / heads``).
+    heads : int
+        Attention heads; ``hidden`` must be a multiple and ``tp`` must divide it.
+    tp : int
+        Tensor-parallel degree t.
+    seq_len : int
+        Sequence length s. [tokens]
+    micro_batch : int
+        Sequences per micro-batch b.
+    gpu : str
+        A GPU of ``data/gpus.csv`` (``"H200"``, ``"H100"``, ``"A100"``, ...).
+    precision : {"bf16", "fp8"}
+        Linear layers in BF16, or in FP8 through eager ``torch._scaled_mm`` (what we
+        measured; not Transformer Engine). Attention, norms and GeLU stay BF16.
+
+    Returns
+    -------
+    float
+        :math:`F / (t_\text{shard} P)` in (0, 1): :math:`F = 72bsh^2(1 + s/(6h))/t`
+        (Narayanan et al. 2021, eq. 3 per layer, no recomputation, no logits, one TP
+        shard), :math:`P` the GPU's dense peak in ``precision``
+        (``fp16_dense_flops`` or ``fp8_dense_flops``), :math:`t_\text{shard}` the
+        modelled time.
+
+    Notes
+    -----
+    The time model and its constants are described in this module's docstring: a
+    roofline per part (GEMMs at a fitted efficiency that falls for thin GEMMs,
+    attention, memory-bound elementwise work) joined by a smooth maximum with the
+    launch floor of an eager shard, fitted ONLY to our 1x H200 SXM layer-shard runs
+    (700 W power limit, eager PyTorch). On other GPUs the curve is transferred from
+    H200 (an assumption): compute terms scale with the GPU's own dense peak, memory
+    terms with its HBM bandwidth (H100 SXM: same SMs and peak as H200, 3.35 instead
+    of 4.8 TB/s). Head dimension is taken as measured (128); ``heads`` is only
+    checked. Fitted range: hidden 2048-25600, TP 1-8, tokens 2048-16384; outside it
+    the model extrapolates.
+
+    Examples
+    --------
+    >>> small = layer_efficiency(2048, 16, 8, 2048, 1)
+    >>> large = layer_efficiency(25600, 200, 1, 2048, 8)
+    >>> small < 0.2 < 0.55 < large < 0.8
+    True
+    >>> h100 = layer_efficiency(4096, 32, 4, 2048, 1, gpu="H100")
+    >>> h100 < layer_efficiency(4096, 32, 4, 2048, 1)      # less HBM bandwidth
+    True
+    """
+    h = check_int("hidden", hidden, low=1, high=10**7)
+    a = check_int("heads", heads, low=1, high=h)
+    if h % a:
+        raise ValueError(f"heads must divide hidden ({h}); got {a}")
+    t = check_int("tp", tp, low=1, high=a)
+    if a % t:
+        raise ValueError(f"tp must divide heads ({a}); got {t}")
+    s = check_int("seq_len", seq_len, low=1, high=10**8)
+    b = check_int("micro_batch", micro_batch, low=1, high=10**6)
+    check_choice("gpu", gpu, specs.gpu_names())
+    check_choice("precision", precision, PRECISIONS)
+    g = specs.gpu(gpu)
+    peak = peak_flops(g, precision)
+    time = shard_time(shard_terms(h, t, s, b), g, precision)
+    return narayanan_shard_flops(h, t, s, b) / (time * peak)
+
+
+def spec_shard_efficiency(m, tp, seq_len, micro_batch, gpu_spec, precision, layer_flops):
+    """Efficiency of one shard of preset ``m``'s layer: its own shapes (GQA, SwiGLU),
+    ``layer_flops`` (per layer, no recompute, whole layer) over shard time x peak."""
+    d = m.hidden // m.heads
+    terms = shard_terms(m.hidden, tp, seq_len, micro_batch,
+                        qkv_out=m.hidden + 2 * m.kv_heads * d,
+                        ffn_hidden=m.ffn_hidden, swiglu=m.mlp == "swiglu")
+    time = shard_time(terms, gpu_spec, precision)
+    return layer_flops / tp / (time * peak_flops(gpu_spec, precision))
