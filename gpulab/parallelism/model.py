@@ -43,9 +43,11 @@ def assumption(name):
     Parameters
     ----------
     name : str
-        ``"mfu"``, ``"weight_bytes"``, ``"grad_bytes"``, ``"optimizer_bytes"``,
+        ``"mfu"``, ``"weight_bytes"``, ``"grad_bytes"``,
+        ``"master_weight_bytes"``, ``"adam_state_bytes"``,
         ``"memory_reserve_fraction"``, ``"dp_bucket_bytes"``, ``"dp_overlap"`` or
-        ``"tp_overlap"``.
+        ``"tp_overlap"`` (the number formats ``"param_dtype"`` and
+        ``"bf16_grad_dtype"`` are strings: read them with ``specs.assumption``).
 
     Returns
     -------
@@ -53,8 +55,8 @@ def assumption(name):
 
     Examples
     --------
-    >>> assumption("optimizer_bytes"), assumption("mfu")
-    (12.0, 0.4)
+    >>> assumption("grad_bytes"), assumption("mfu")
+    (4.0, 0.4)
     """
     if name == "mfu":
         return float(specs.assumption("course", "mfu"))
