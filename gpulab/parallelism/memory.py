@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .. import specs
 from .._validate import as_number, check_choice, check_int
 from .model import (RECOMPUTE, param_counts, default_value, check_flag,
                     check_positive, seq_len_of, as_model, check_zero, assumption)
@@ -94,7 +93,7 @@ STATE_PARTS = ("weights", "gradients", "master", "grad_copy", "adam")
 
 def _dtype(name, value, default_key):
     if value is None:
-        value = specs.assumption("parallelism", default_key)
+        value = assumption(default_key)
     return check_choice(name, value, DTYPES)
 
 
@@ -222,7 +221,7 @@ class TrainingMemory:
     master: float = 0.0
     grad_copy: float = 0.0
     adam: float = 0.0
-    bytes_per_param: dict = field(default_factory=dict)
+    bytes_per_param: dict = field(default_factory=dict, hash=False)
 
     def as_dict(self):
         """The byte counts as a dict (for tables and bar charts)."""

@@ -46,12 +46,13 @@ def assumption(name):
         ``"mfu"``, ``"weight_bytes"``, ``"grad_bytes"``,
         ``"master_weight_bytes"``, ``"adam_state_bytes"``,
         ``"memory_reserve_fraction"``, ``"dp_bucket_bytes"``, ``"dp_overlap"`` or
-        ``"tp_overlap"`` (the number formats ``"param_dtype"`` and
-        ``"bf16_grad_dtype"`` are strings: read them with ``specs.assumption``).
+        ``"tp_overlap"``; or a number format, ``"param_dtype"`` or
+        ``"bf16_grad_dtype"``.
 
     Returns
     -------
-    float
+    float or str
+        A number, or a format name (``"bf16"``, ``"fp32"``) for the formats.
 
     Examples
     --------
@@ -60,7 +61,8 @@ def assumption(name):
     """
     if name == "mfu":
         return float(specs.assumption("course", "mfu"))
-    return float(specs.assumption("parallelism", name))
+    value = specs.assumption("parallelism", name)
+    return value if isinstance(value, str) else float(value)
 
 
 # --- model specs -------------------------------------------------------------------

@@ -111,6 +111,7 @@ def test_defaults_come_from_the_assumption_table():
     pdt = specs.assumption("parallelism", "param_dtype")
     gdt = specs.assumption("parallelism", "bf16_grad_dtype")
     assert (pdt, gdt) == ("bf16", "fp32")
+    assert par.assumption("param_dtype") == pdt
     # the byte sizes the step model reads agree with the formats
     assert par.assumption("weight_bytes") == par.DTYPE_BYTES[pdt]
     assert par.assumption("grad_bytes") == par.DTYPE_BYTES[gdt]
@@ -135,6 +136,7 @@ def test_training_memory_uses_the_per_parameter_bytes(tp, pp, d, z, p):
     assert m.total == pytest.approx(psi * per["total"] + m.activations)
     assert sum(v for k, v in m.breakdown().items() if k != "total") \
         == pytest.approx(m.total)
+    hash(m)                                     # usable as a cache key
 
 
 def test_step_model_memory_is_training_memory():
