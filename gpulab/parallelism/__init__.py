@@ -9,9 +9,10 @@ cluster (:mod:`gpulab.systems`), this module answers: how much memory does each 
 need for a tensor- (TP), pipeline- (PP) and data-parallel (DP) layout, how long does
 one training step take, and which layout is fastest among those that fit?
 
-* memory per GPU: :func:`training_memory` (weights, gradients, Adam states with ZeRO
-  stages, activations per Korthikanti et al. 2022) and :func:`inference_memory`
-  (weights and KV cache);
+* memory per GPU: :func:`training_memory` (weights, gradients, master weights and
+  Adam states, :func:`model_state_bytes` per parameter with Megatron-LM's number
+  formats and its distributed optimizer / ZeRO stages, activations per Korthikanti
+  et al. 2022) and :func:`inference_memory` (weights and KV cache);
 * communication per step: :func:`step_communication`, every collective timed with
   :func:`gpulab.collectives.collective_time` on the chosen system and placement
   (one process per GPU, as torchrun launches training);
@@ -35,7 +36,7 @@ Examples
 >>> mem = par.training_memory(spec, tp=8, pp=4, dp=2, zero=1, recompute="selective",
 ...                           sequence_parallel=True)
 >>> round(mem.total / 1e9, 1)
-45.5
+50.1
 >>> par.tp_allreduce_count()          # 2 forward + 2 backward, per layer and micro-batch
 4
 >>> round(par.bubble_fraction(4, 16), 4)
@@ -47,6 +48,8 @@ References
   Using Model Parallelism", arXiv:1909.08053.
 * Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU
   Clusters Using Megatron-LM", SC21, arXiv:2104.04473.
+* Megatron-LM documentation, "Distributed Optimizer" (NVIDIA/Megatron-LM,
+  docs/user-guide/features/dist_optimizer.md).
 * Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion
   Parameter Models", SC20, arXiv:1910.02054.
 * Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
@@ -74,6 +77,10 @@ from .layout import (  # noqa: F401
     validate_layout,
 )
 from .memory import (  # noqa: F401
+    DTYPE_BYTES,
+    DTYPES,
+    STATE_PARTS,
+    model_state_bytes,
     activation_memory_per_layer,
     TrainingMemory,
     training_memory,
@@ -137,6 +144,10 @@ __all__ = [
     "Layout",
     "cluster",
     "validate_layout",
+    "DTYPE_BYTES",
+    "DTYPES",
+    "STATE_PARTS",
+    "model_state_bytes",
     "activation_memory_per_layer",
     "TrainingMemory",
     "training_memory",

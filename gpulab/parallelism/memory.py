@@ -1,16 +1,17 @@
-"""Memory per GPU: weights, gradients, optimizer states (ZeRO stages), activations
-(Korthikanti et al. 2022) for training, and weights plus KV cache for inference.
+"""Memory per GPU: weights, gradients, master weights and Adam states (sharded by
+ZeRO stage / Megatron's distributed optimizer), activations (Korthikanti et al. 2022)
+for training, and weights plus KV cache for inference.
 
 Units are SI: bytes, seconds, FLOP, FLOP/s.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-
+from dataclasses import dataclass, field
 
 from .._validate import as_number, check_choice, check_int
-from .model import RECOMPUTE, param_counts, default_value, check_flag, check_positive, seq_len_of, as_model, check_zero
+from .model import (RECOMPUTE, param_counts, default_value, check_flag,
+                    check_positive, seq_len_of, as_model, check_zero, assumption)
 
 
 # --- memory ------------------------------------------------------------------------
@@ -82,12 +83,132 @@ def activation_memory_per_layer(spec, tp=1, *, micro_batch=1, seq_len=None,
     return sbh * (10.0 + 24.0 / t + score)
 
 
+#: Number formats of parameters and gradients, and their sizes. [B]
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+#: The formats :func:`model_state_bytes` accepts.
+DTYPES = tuple(DTYPE_BYTES)
+#: The parts of the model states, in the order of :func:`model_state_bytes`.
+STATE_PARTS = ("weights", "gradients", "master", "grad_copy", "adam")
+
+
+def _dtype(name, value, default_key):
+    if value is None:
+        value = assumption(default_key)
+    return check_choice(name, value, DTYPES)
+
+
+def model_state_bytes(dp=1, zero=0, *, param_dtype=None, grad_dtype=None,
+                      fp32_grad_copy=None, weight_bytes=None, grad_bytes=None):
+    r"""Bytes per parameter of mixed-precision Adam's model states on one GPU.
+
+    Parameters
+    ----------
+    dp : int
+        Data-parallel degree d (the ZeRO sharding group).
+    zero : {0, 1, 2, 3}
+        What is sharded over the d GPUs: 0 nothing; 1 the optimizer's states
+        (master weights, fp32 gradient copy, Adam m and v), which is Megatron-LM's
+        distributed optimizer (``--use-distributed-optimizer``) and ZeRO-1; 2 also
+        the gradients (ZeRO-2); 3 also the weights (ZeRO-3, FSDP full sharding).
+    param_dtype : {"bf16", "fp16", "fp32"}, optional
+        Format of the model's working weights (default ``"bf16"``, Megatron ``--bf16``).
+    grad_dtype : {"bf16", "fp16", "fp32"}, optional
+        Format of the gradient buffer the backward pass accumulates into and DP
+        reduces. Default as Megatron-LM: ``"fp32"`` with bf16 weights (it forces
+        ``--accumulate-allreduce-grads-in-fp32`` for bf16), else the weights' format.
+    fp32_grad_copy : bool, optional
+        The optimizer keeps an fp32 copy of 16-bit gradients (Megatron does; the ZeRO
+        paper's K = 12 does not count one). Default: True when the gradients are
+        16-bit, False when they are already fp32 (Megatron then steps on the buffer).
+    weight_bytes, grad_bytes : float, optional
+        Override the size of one weight / gradient element, (0, 16]. [B]
+
+    Returns
+    -------
+    dict
+        ``weights``, ``gradients``, ``master`` (fp32 master weights; 0 when the
+        weights are fp32), ``grad_copy``, ``adam`` (m and v) and ``total``: bytes per
+        parameter held by one GPU after sharding.
+
+    Notes
+    -----
+    With :math:`w` and :math:`g` bytes per weight and gradient, :math:`o = 4_\text{master}
+    + 4_\text{grad copy} + 8_\text{Adam}` (terms present as above) and
+    :math:`d_x = d` where stage ``zero`` shards :math:`x` (else 1):
+
+    .. math::
+
+        B = \frac{w}{d_w} + \frac{g}{d_g} + \frac{o}{d_o}
+
+    ====================================  =====================  =================
+    Format (Megatron-LM docs table)       no sharding (zero=0)   distributed optim
+    ====================================  =====================  =================
+    fp16 params, fp16 grads               20                     4 + 16/d
+    bf16 params, fp32 grads (default)     18                     6 + 12/d
+    fp32 params, fp32 grads               16                     8 + 8/d
+    ====================================  =====================  =================
+
+    ZeRO's accounting (Rajbhandari et al. 2020, sec. 3.1 and 5; fp16 weights and
+    gradients, K = 12, no fp32 gradient copy) is ``param_dtype="fp16",
+    grad_dtype="fp16", fp32_grad_copy=False``: 16, 4 + 12/d, 2 + 14/d, 16/d for
+    stages 0-3.
+
+    =====================================  ==========================================
+    Assumption                             Source
+    =====================================  ==========================================
+    bytes per format, fp32 master weights  Megatron-LM docs, "Distributed Optimizer"
+    and the three rows above               (docs/user-guide/features/dist_optimizer.md)
+    fp32 gradients by default with bf16    megatron/training/arguments.py (bf16 sets
+                                           accumulate_allreduce_grads_in_fp32)
+    Adam m and v in fp32 (8 B)             ZeRO (Rajbhandari et al. 2020), sec. 3.1
+    distributed optimizer = ZeRO-1         Megatron-LM docs: optimizer state sharded,
+    (gradients and weights not sharded)    model gradients and parameters not
+    =====================================  ==========================================
+
+    Examples
+    --------
+    >>> model_state_bytes()["total"]                       # Megatron, bf16, no sharding
+    18.0
+    >>> model_state_bytes(8, zero=1)["total"] == 6 + 12 / 8
+    True
+    >>> zero = dict(param_dtype="fp16", grad_dtype="fp16", fp32_grad_copy=False)
+    >>> [model_state_bytes(64, z, **zero)["total"] for z in (0, 1, 2, 3)]
+    [16.0, 4.1875, 2.21875, 0.25]
+    """
+    d = check_int("dp", dp, low=1, high=1_000_000)
+    z = check_zero(zero)
+    pdt = _dtype("param_dtype", param_dtype, "param_dtype")
+    if grad_dtype is None:
+        gdt = (_dtype("grad_dtype", None, "bf16_grad_dtype") if pdt == "bf16"
+               else pdt)
+    else:
+        gdt = _dtype("grad_dtype", grad_dtype, "bf16_grad_dtype")
+    w = (DTYPE_BYTES[pdt] if weight_bytes is None else
+         as_number("weight_bytes", weight_bytes, low=0, high=16, low_inclusive=False,
+                   allow_array=False))
+    g = (DTYPE_BYTES[gdt] if grad_bytes is None else
+         as_number("grad_bytes", grad_bytes, low=0, high=16, low_inclusive=False,
+                   allow_array=False))
+    copy = (g < 4) if fp32_grad_copy is None else check_flag("fp32_grad_copy",
+                                                             fp32_grad_copy)
+    master = 0.0 if pdt == "fp32" else float(assumption("master_weight_bytes"))
+    grad_copy = float(assumption("master_weight_bytes")) if copy else 0.0
+    adam = float(assumption("adam_state_bytes"))
+    d_o = d if z >= 1 else 1
+    out = {"weights": w / (d if z >= 3 else 1), "gradients": g / (d if z >= 2 else 1),
+           "master": master / d_o, "grad_copy": grad_copy / d_o, "adam": adam / d_o}
+    out["total"] = sum(out.values())
+    return out
+
+
 @dataclass(frozen=True)
 class TrainingMemory:
     """Training memory of the most loaded GPU (the first pipeline stage). [B]
 
-    ``weights + gradients + optimizer + activations == total``; ``params_per_gpu``
-    is the number of parameters the GPU's stage holds before ZeRO sharding.
+    ``weights + gradients + optimizer + activations == total`` and
+    ``optimizer == master + grad_copy + adam``; ``params_per_gpu`` is the number of
+    parameters the GPU's stage holds before sharding; ``bytes_per_param`` is
+    :func:`model_state_bytes` of the configuration (after sharding).
     """
 
     weights: float
@@ -97,11 +218,23 @@ class TrainingMemory:
     total: float
     params_per_gpu: float
     in_flight: int
+    master: float = 0.0
+    grad_copy: float = 0.0
+    adam: float = 0.0
+    bytes_per_param: dict = field(default_factory=dict, hash=False)
 
     def as_dict(self):
         """The byte counts as a dict (for tables and bar charts)."""
         return {"weights": self.weights, "gradients": self.gradients,
                 "optimizer": self.optimizer, "activations": self.activations,
+                "total": self.total}
+
+    def breakdown(self):
+        """Every part: weights, gradients, master, grad_copy, adam, activations
+        and total. [B]"""
+        return {"weights": self.weights, "gradients": self.gradients,
+                "master": self.master, "grad_copy": self.grad_copy,
+                "adam": self.adam, "activations": self.activations,
                 "total": self.total}
 
 
@@ -120,8 +253,8 @@ def stage_param_count(m, tp, pp):
 
 def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero=0,
                     sequence_parallel=False, recompute="none", micro_batches=None,
-                    virtual=1, weight_bytes=None, grad_bytes=None,
-                    optimizer_bytes=None):
+                    virtual=1, param_dtype=None, grad_dtype=None, fp32_grad_copy=None,
+                    weight_bytes=None, grad_bytes=None):
     r"""Memory per GPU for mixed-precision Adam training of a TP x PP x DP layout.
 
     Parameters
@@ -134,8 +267,10 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
     seq_len : int, optional
         Sequence length (default: the model's).
     zero : {0, 1, 2, 3}
-        ZeRO stage: 1 shards the optimizer states over DP (= Megatron's
-        ``--use-distributed-optimizer``), 2 also the gradients, 3 also the weights.
+        What is sharded over DP: 1 the optimizer's states (master weights, Adam m
+        and v, any fp32 gradient copy) = Megatron's ``--use-distributed-optimizer``;
+        2 also the gradients; 3 also the weights. 0 (Megatron without the flag)
+        replicates everything.
     sequence_parallel : bool
     recompute : {"none", "selective", "full"}
     micro_batches : int, optional
@@ -143,9 +278,9 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
         only ``m`` are ever in flight.
     virtual : int
         Virtual stages per GPU (interleaved 1F1B).
-    weight_bytes, grad_bytes, optimizer_bytes : float, optional
-        Bytes per parameter (defaults 2, 2 and 12 from
-        ``data/parallelism_assumptions.yaml``).
+    param_dtype, grad_dtype, fp32_grad_copy, weight_bytes, grad_bytes
+        Number formats, as in :func:`model_state_bytes` (default Megatron-LM's: bf16
+        weights, fp32 gradients, fp32 master weights, fp32 Adam states).
 
     Returns
     -------
@@ -154,31 +289,29 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
     Notes
     -----
     With :math:`\Psi` parameters on the GPU's stage (:math:`\approx \Psi_\text{model}
-    /(t\,p)`; the first stage also holds the embedding) and DP degree :math:`d`:
+    /(t\,p)`; the first stage also holds the embedding) and :math:`B` bytes per
+    parameter from :func:`model_state_bytes` (:math:`6 + 12/d` with Megatron's
+    defaults and its distributed optimizer, ``zero=1``):
 
     .. math::
 
-        M = \Psi\left(\frac{2}{d_w} + \frac{2}{d_g} + \frac{12}{d_o}\right)
-            + \frac{L}{p}\,A_\text{layer}\,\min(p, m)
+        M = \Psi\,B + \frac{L}{p}\,A_\text{layer}\,\min(p, m)
             \left(1 + \frac{p-1}{p\,v}\right)_{v>1}
 
-    where :math:`d_o = d` from ZeRO-1, :math:`d_g = d` from ZeRO-2, :math:`d_w = d`
-    at ZeRO-3 (else 1), and :math:`A_\text{layer}` is
-    :func:`activation_memory_per_layer`. 2 + 2 + 12 = 16 bytes per parameter is
-    ZeRO's accounting (BF16 weights and gradients; FP32 master weights, Adam
-    momentum and variance).
+    where :math:`A_\text{layer}` is :func:`activation_memory_per_layer`.
 
     ===================================  ==========================================
     Assumption                           Source
     ===================================  ==========================================
-    16 B/param mixed-precision Adam      Rajbhandari et al. 2020 (ZeRO), sec. 3.1
-    FP32 grads (Megatron default) 18 B   Megatron-LM distributed-optimizer docs
+    bytes per parameter                  see :func:`model_state_bytes`
     ZeRO stages shard over DP only       Rajbhandari et al. 2020, sec. 5
     1F1B: first stage holds p micro-     Narayanan et al. 2021, sec. 2.2;
     batches of L/p layers = L layers     Korthikanti et al. 2022, sec. 4.2.3
     interleaving x (1 + (p-1)/(p v))     Korthikanti et al. 2022, sec. 4.2.3
     embedding/logit activations ignored  small vs L layers (Korthikanti, 4.3)
     norms split over TP like the rest    they are replicated; < 0.01% of params
+    no reduce-scatter/all-gather buffer  Megatron reuses the gradient and
+    beyond the states                    parameter buffers for both
     ===================================  ==========================================
 
     Examples
@@ -186,7 +319,7 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
     >>> from gpulab.parallelism import parameter_count
     >>> m = training_memory("70b")            # one GPU holds everything
     >>> (m.weights + m.gradients + m.optimizer) / parameter_count("70b")
-    16.0
+    18.0
     >>> z3 = training_memory("70b", dp=8, zero=3)
     >>> z3.weights * 8 == m.weights
     True
@@ -202,14 +335,12 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
     check_choice("recompute", recompute, RECOMPUTE)
     mb = p if micro_batches is None else check_positive("micro_batches", micro_batches)
     v = check_int("virtual", virtual, low=1, high=1_000_000)
-    wb = default_value("weight_bytes", weight_bytes, "weight_bytes", low=0,
-                  low_inclusive=False)
-    gb = default_value("grad_bytes", grad_bytes, "grad_bytes", low=0, low_inclusive=False)
-    ob = default_value("optimizer_bytes", optimizer_bytes, "optimizer_bytes", low=0)
+    per = model_state_bytes(d, z, param_dtype=param_dtype, grad_dtype=grad_dtype,
+                            fp32_grad_copy=fp32_grad_copy, weight_bytes=weight_bytes,
+                            grad_bytes=grad_bytes)
     psi = stage_param_count(m, t, p)
-    weights = psi * wb / (d if z >= 3 else 1)
-    grads = psi * gb / (d if z >= 2 else 1)
-    opt = psi * ob / (d if z >= 1 else 1)
+    parts = {k: psi * per[k] for k in STATE_PARTS}
+    opt = parts["master"] + parts["grad_copy"] + parts["adam"]
     per_layer = activation_memory_per_layer(m, t, micro_batch=b, seq_len=s,
                                             sequence_parallel=sp,
                                             recompute=recompute)
@@ -217,8 +348,10 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
     acts = m.layers / p * per_layer * in_flight
     if v > 1 and p > 1:
         acts *= 1.0 + (p - 1) / (p * v)
-    total = weights + grads + opt + acts
-    return TrainingMemory(weights, grads, opt, acts, total, psi, in_flight)
+    total = parts["weights"] + parts["gradients"] + opt + acts
+    return TrainingMemory(parts["weights"], parts["gradients"], opt, acts, total, psi,
+                          in_flight, parts["master"], parts["grad_copy"],
+                          parts["adam"], per)
 
 
 @dataclass(frozen=True)

@@ -43,22 +43,26 @@ def assumption(name):
     Parameters
     ----------
     name : str
-        ``"mfu"``, ``"weight_bytes"``, ``"grad_bytes"``, ``"optimizer_bytes"``,
+        ``"mfu"``, ``"weight_bytes"``, ``"grad_bytes"``,
+        ``"master_weight_bytes"``, ``"adam_state_bytes"``,
         ``"memory_reserve_fraction"``, ``"dp_bucket_bytes"``, ``"dp_overlap"`` or
-        ``"tp_overlap"``.
+        ``"tp_overlap"``; or a number format, ``"param_dtype"`` or
+        ``"bf16_grad_dtype"``.
 
     Returns
     -------
-    float
+    float or str
+        A number, or a format name (``"bf16"``, ``"fp32"``) for the formats.
 
     Examples
     --------
-    >>> assumption("optimizer_bytes"), assumption("mfu")
-    (12.0, 0.4)
+    >>> assumption("grad_bytes"), assumption("mfu")
+    (4.0, 0.4)
     """
     if name == "mfu":
         return float(specs.assumption("course", "mfu"))
-    return float(specs.assumption("parallelism", name))
+    value = specs.assumption("parallelism", name)
+    return value if isinstance(value, str) else float(value)
 
 
 # --- model specs -------------------------------------------------------------------

@@ -30,7 +30,8 @@ _BUCKET = [0, 0.5, -1.0, NAN, INF, "1", True, [1e6, 2e6]]
 _ZERO = INT(0, 3)
 _MEM = dict(spec="13b", tp=2, pp=2, dp=2, micro_batch=1, seq_len=2048, zero=1,
             sequence_parallel=True, recompute="selective", micro_batches=8,
-            virtual=1, weight_bytes=2, grad_bytes=2, optimizer_bytes=12)
+            virtual=1, param_dtype="bf16", grad_dtype="fp32", fp32_grad_copy=None,
+            weight_bytes=2, grad_bytes=4)
 _STEP = dict(spec="13b", system="hgx-h200", layout=(2, 2, 2), global_batch=64,
              micro_batch=1, seq_len=2048, zero=1, sequence_parallel=False,
              recompute="none", mfu=0.4, dp_overlap=1.0, tp_overlap=0.0,
@@ -57,8 +58,10 @@ CASES = [
           "dp": INT(1, 1_000_000), "micro_batch": INT(1), "seq_len": _SEQ,
           "zero": _ZERO, "sequence_parallel": _FLAG, "recompute": CHOICE(),
           "micro_batches": _SEQ, "virtual": INT(1, 1_000_000),
-          "weight_bytes": _OPT_POS + SCALAR_ONLY, "grad_bytes": _OPT_POS,
-          "optimizer_bytes": _opt(NONNEG) + SCALAR_ONLY}),
+          "param_dtype": _opt(CHOICE("BF16", "fp8")),
+          "grad_dtype": _opt(CHOICE("FP32")), "fp32_grad_copy": _opt(_FLAG),
+          "weight_bytes": _OPT_POS + SCALAR_ONLY + [17],
+          "grad_bytes": _OPT_POS + [1e308]}),
     Case(par.inference_memory,
          {"spec": "llama3-70b", "tp": 8, "pp": 1, "batch": 4, "seq_len": 8192,
           "weight_bytes": 2, "kv_dtype_bytes": 1},

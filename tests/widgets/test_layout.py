@@ -89,7 +89,7 @@ def test_default_state_is_the_static_figure(step):
         assert [t.get_text() for t in theirs.texts] == \
             [t.get_text() for t in mine.texts]
     s = w.summary.value
-    assert "TP2 PP2 DP2" in s and "58.8 GB" in s and "72.0 GB usable" in s
+    assert "TP2 PP2 DP2" in s and "65.4 GB" in s and "72.0 GB usable" in s
 
 
 # --- every control reaches the model -------------------------------------------------------
@@ -166,7 +166,7 @@ def test_broken_divisibility_shows_reasons():
 def test_layout_that_does_not_fit_is_drawn_with_a_message():
     w = widgets.layout_explorer(tp=1, pp=1, dp=8)
     m = _msg(w)
-    assert "TP1 PP1 DP8 does not fit" in m and "118.5 GB" in m
+    assert "TP1 PP1 DP8 does not fit" in m and "144.3 GB" in m
     assert "72.0 GB usable" in m and w.step is not None and not w.step.fits
     assert w.view.ax_memory.patches                     # still drawn
     w.controls["zero"].value = 3
