@@ -680,7 +680,7 @@ def hardware_copy(kind="h2d", *, memory="pinned", system="hgx-h200", direction="
     """
     key = hardware_key(kind, memory=memory, direction=direction)
     sys = systems.resolve(system)
-    if sys.copy_hardware is None or key not in sys.copy_hardware.copies:
+    if sys.copy_hardware is None or key not in dict(sys.copy_hardware.copies):
         raise ValueError(f"system {sys.name!r} has no hardware copy calibration for "
                          f"{key!r} (a copy_hardware section); use one that has (e.g. "
                          "'hgx-h200'), or caller='pytorch' for the older PyTorch-loop "

@@ -250,10 +250,11 @@ class HardwareCopy:
 
 @dataclass(frozen=True)
 class CopyHardware:
-    """``copy_hardware`` section: :class:`HardwareCopy` per key of
-    :data:`HARDWARE_COPY_KEYS`, with the section's source, access date and kind."""
+    """``copy_hardware`` section: ``(key, HardwareCopy)`` pairs (keys from
+    :data:`HARDWARE_COPY_KEYS`; a tuple, so that a system stays hashable), with the
+    section's source, access date and kind."""
 
-    copies: dict
+    copies: tuple
     source: str
     accessed: str
     kind: str
@@ -261,7 +262,11 @@ class CopyHardware:
     def params(self, key):
         """The :class:`HardwareCopy` of ``key`` (one of :data:`HARDWARE_COPY_KEYS`)."""
         check_choice("key", key, HARDWARE_COPY_KEYS)
-        return self.copies[key]
+        found = dict(self.copies)
+        if key not in found:
+            raise ValueError(f"key {key!r}: not in this copy_hardware section "
+                             f"(has {', '.join(found)})")
+        return found[key]
 
 
 @dataclass(frozen=True)
@@ -639,7 +644,7 @@ def _copy_hardware(r):
             cuda_issue_s=c.number("cuda_issue_s", 0.0, 1.0),
             kind=c.choice("kind", _KINDS_OF_VALUE) if "kind" in c.value else kind,
             source=c.text("source", None))
-    return CopyHardware(copies=copies, source=r.text("source"),
+    return CopyHardware(copies=tuple(copies.items()), source=r.text("source"),
                         accessed=_date(r, "accessed"), kind=kind)
 
 
