@@ -34,6 +34,14 @@ Schema of one system (all keys required unless marked optional)::
             d2h: {latency_s: 5.0e-5, host_memcpy_gb_per_s: 18.0, issue_floor_s: 3.3e-5}
         p2p: {via: nvlink, latency_s: 1.5e-5, efficiency: 0.88, issue_floor_s: 5.1e-5,
               source: "..."}
+        copy_hardware:             # optional: the hardware apart from the caller
+          kind: measured           # or assumed
+          source: "..."
+          accessed: "2026-12-01"
+          h2d_pinned: {latency_s: 3.9e-6, pipelined_s: 2.6e-6,
+                       bandwidth_gb_per_s: 55.4, cuda_issue_s: 2.5e-6}
+          # also d2h_pinned, h2d_pageable, d2h_pageable, h2d_pinned_both,
+          # d2h_pinned_both, d2d, p2p (each may add its own kind and source)
         network:                   # optional: the scale-out path between nodes
           nic: ConnectX-7          # a name from gpulab.specs.nics()
           nics_per_node: 8
@@ -61,6 +69,10 @@ numbers with a decimal point (``6.0e-6``): YAML 1.1 reads ``6e-6`` as text.
 path rate (PCIe: the encoded rate of the link; NVLink: the per-direction rate of the
 links between the two GPUs). ``issue_floor_s`` is the shortest time per copy when
 copies are issued back to back (the host cannot issue them faster); 0 disables it.
+In ``host_copy`` and ``p2p`` the presets' values come from a PyTorch ``copy_`` loop, so
+``issue_floor_s`` is PyTorch's per-call cost. ``copy_hardware`` keeps the hardware
+(``latency_s`` of one isolated copy, ``pipelined_s`` per queued copy,
+``bandwidth_gb_per_s``) apart from the CUDA runtime's per-call ``cuda_issue_s``.
 The copy model is in :mod:`gpulab.pcie`.
 
 Examples
