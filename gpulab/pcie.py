@@ -84,6 +84,7 @@ __all__ = [
     "calibrate_copy", "calibrate_copies",
     "HARDWARE_COPY_KINDS", "DIRECTIONS", "CALLERS", "hardware_key",
     "hardware_copy", "copy_latency", "issue_cost", "calibrate_copy_hardware",
+    "COPY_BANDS", "copy_holdout_errors",
 ]
 
 #: Copy kinds: host to device, device to host, GPU to GPU.
@@ -821,6 +822,68 @@ def calibrate_copy_hardware(run=None, *, small_bytes=65536):
                     "bandwidth_gb_per_s": b / units.GB,
                     "cuda_issue_s": f.issue_floor}
     return out
+
+
+#: Size bands of the copy acceptance (issue 12): label, [low, high) bytes, allowed
+#: |error|: +-30 % below 64 KiB, +-15 % from 64 KiB.
+COPY_BANDS = (("< 64 KiB", 0, 65536, 0.30), ("64 KiB-1 MiB", 65536, 2**20, 0.15),
+              ("1-64 MiB", 2**20, 2**26, 0.15), (">= 64 MiB", 2**26, float("inf"), 0.15))
+
+
+def copy_holdout_errors(run=None, *, system="h200-x2-measured"):
+    r"""Error of the hardware model and the CUDA-loop model against a held-out run.
+
+    Parameters
+    ----------
+    run : measurements.CopyLatencyRun or None
+        Default: run 2 of our 1x H200 CUDA C++ runs (not used by the fit).
+    system : str or systems.System
+        Where the fitted constants are stored (``copy_hardware``).
+
+    Returns
+    -------
+    list of dict
+        One row per copy key and :data:`COPY_BANDS` band: ``key``, ``band``,
+        ``sizes``, ``hw_median_pct`` / ``hw_max_pct`` (:func:`copy_latency` against
+        ``latency_event``), ``cuda_median_pct`` / ``cuda_max_pct`` (``copy_time(...,
+        caller="cuda")`` against ``b2b_per_copy``), ``limit_pct`` (the acceptance).
+        Errors are :math:`|t_\text{model}/t_\text{measured} - 1|` in %.
+
+    Examples
+    --------
+    >>> rows = copy_holdout_errors()
+    >>> r = [r for r in rows if r["key"] == "h2d_pinned" and r["band"] == ">= 64 MiB"][0]
+    >>> r["sizes"], round(r["hw_median_pct"], 1), r["limit_pct"]
+    (5, 0.5, 15.0)
+    """
+    from . import measurements
+
+    if run is None:
+        run = measurements.copy_latency_run("copies_run2.csv")
+    if not isinstance(run, measurements.CopyLatencyRun):
+        raise ValueError(f"run must be a measurements.CopyLatencyRun or None; got {run!r}")
+    sys = systems.resolve(system)
+    rows = []
+    for key in systems.HARDWARE_COPY_KEYS:
+        if key not in run.series:
+            continue
+        ser = run.series[key]
+        kind = key.split("_")[0]
+        kw = dict(memory="pageable" if "pageable" in key else "pinned",
+                  direction="both" if key.endswith("_both") else "one", system=sys)
+        s = ser["size_bytes"]
+        e_hw = np.abs(copy_latency(s, kind, **kw) / ser["latency_event"] - 1) * 100
+        e_cu = np.abs(copy_time(s, kind, caller="cuda", **kw) / ser["b2b_per_copy"]
+                      - 1) * 100
+        for label, lo, hi, limit in COPY_BANDS:
+            sel = (s >= lo) & (s < hi)
+            rows.append({"key": key, "band": label, "sizes": int(sel.sum()),
+                         "hw_median_pct": float(np.median(e_hw[sel])),
+                         "hw_max_pct": float(np.max(e_hw[sel])),
+                         "cuda_median_pct": float(np.median(e_cu[sel])),
+                         "cuda_max_pct": float(np.max(e_cu[sel])),
+                         "limit_pct": 100 * limit})
+    return rows
 
 
 # --- calibration -----------------------------------------------------------------------

@@ -30,3 +30,6 @@ CASES = [
          {"filename": "copies_run2.csv", "run": measurements.COPY_LATENCY_RUN},
          {"filename": _NAME_BAD + ["README.md"], "run": _NAME_BAD}),
 ]
+CASES.append(Case(pcie.copy_holdout_errors, {"run": None, "system": "hgx-h200"},
+                  {"run": [3, "copies_run2.csv", True, {}, ["h2d"]],
+                   "system": _SYSTEM_BAD[:-1]}))

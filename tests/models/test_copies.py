@@ -185,3 +185,18 @@ def test_bad_combinations(bad, match):
     bad = {"caller": None, **bad}
     with pytest.raises(ValueError, match=match):
         pcie.copy_time(1e6, **{"system": "hgx-h200", **bad})
+
+
+def test_holdout_table_agrees_with_this_files_oracle(runs):
+    rows = pcie.copy_holdout_errors(runs[1])
+    assert len(rows) == 7 * 4
+    for r in rows:
+        ser = runs[1].series[r["key"]]
+        s = ser["size_bytes"]
+        hw, b2b = predictions(r["key"], s)
+        med, mx = band_errors(s, hw, ser["latency_event"])[r["band"]]
+        assert r["hw_median_pct"] == pytest.approx(100 * med)
+        assert r["hw_max_pct"] == pytest.approx(100 * mx)
+        med, _ = band_errors(s, b2b, ser["b2b_per_copy"])[r["band"]]
+        assert r["cuda_median_pct"] == pytest.approx(100 * med)
+        assert r["limit_pct"] == pytest.approx(100 * BANDS[r["band"]][2])
