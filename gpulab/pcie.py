@@ -409,6 +409,9 @@ def effective_bandwidth(generation, lanes=16, max_payload_bytes=256, *,
 def host_copy_time(message_bytes, latency, bandwidth, *, issue_floor=0.0):
     r"""Time per copy of ``message_bytes``: alpha-beta with an issue floor.
 
+    The floor is the CALLER's per-call issue cost in a back-to-back loop, not the
+    hardware; ``issue_floor=0`` leaves the hardware's alpha-beta time.
+
     Parameters
     ----------
     message_bytes : numeric or array_like
@@ -523,7 +526,8 @@ def _params(kind, memory, system):
 
 
 def copy_bandwidth(kind="h2d", *, memory="pinned", system="hgx-h200"):
-    r"""Large-copy bandwidth of a system, per direction.
+    r"""Large-copy bandwidth of a system, per direction (hardware: large copies are
+    bandwidth-bound, so the caller's issue cost does not enter).
 
     Parameters
     ----------
@@ -913,6 +917,9 @@ def calibrate_copy(message_bytes, times, *, bandwidth_bound=2.0,
                    weighting="relative"):
     r"""Fit the copy model :func:`host_copy_time` to a measured sweep.
 
+    The issue floor it returns is the measuring program's per-call cost (PyTorch or
+    the CUDA runtime), the latency and bandwidth the hardware's.
+
     Parameters
     ----------
     message_bytes : array_like
@@ -972,6 +979,10 @@ _RUN_KINDS = {("pinned", "h2d"): "h2d_pinned", ("pinned", "d2h"): "d2h_pinned",
 
 def calibrate_copies(run=None, *, system="h200-x2-measured"):
     r"""Calibrate every copy kind of a recorded sweep, as stored in ``systems.yaml``.
+
+    For the PyTorch-loop model (``host_copy`` / ``p2p``): its ``issue_floor_s`` is
+    PyTorch ``copy_``'s per-call cost. The hardware apart from the caller is fitted
+    by :func:`calibrate_copy_hardware`.
 
     Parameters
     ----------
