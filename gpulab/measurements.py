@@ -29,7 +29,8 @@ import numpy as np
 
 from . import specs, units
 
-__all__ = ["CopyRun", "copy_bandwidth", "raw_capture", "parse_nvlink_status",
+__all__ = ["CopyRun", "copy_bandwidth", "CopyLatencyRun", "copy_latency_run",
+           "COPY_LATENCY_RUN", "raw_capture", "parse_nvlink_status",
            "NVLinkStatusParseError", "PooledSweep", "FIT_RUNS", "HOLDOUT_RUNS", "PROCS_RUNS",
            "CHECK_RUNS",
            "collective_run", "pool_runs", "parse_nccl_choices"]
@@ -92,6 +93,79 @@ def copy_bandwidth(name="h200_copy_bandwidth"):
     r0 = rows[0]
     return CopyRun(machine=r0["machine"], driver=r0["driver"], torch=r0["torch"],
                    date=r0["date"], kinds=arrays, times=times)
+
+
+#: Our CUDA C++ copy runs (``measure/copy_latency.cu``, cudaMemcpyAsync) on
+#: 1x H200 SXM: run 1 is the fit, run 2 the held-out run.
+COPY_LATENCY_RUN = "h200-x1-2026-12-01-copies"
+
+
+@dataclass(frozen=True)
+class CopyLatencyRun:
+    """One CUDA C++ copy sweep (``measure/copy_latency.cu``).
+
+    Attributes
+    ----------
+    gpu, driver, cuda_runtime, date : str
+        Provenance.
+    series : dict[str, dict[str, np.ndarray]]
+        Per copy key (``h2d_pinned``, ``d2h_pageable``, ``h2d_pinned_both``, ``d2d``,
+        ... as in :data:`gpulab.systems.HARDWARE_COPY_KEYS`), arrays sorted by size:
+        ``size_bytes`` [B]; ``latency_event`` (one isolated copy, CUDA events) [s];
+        ``latency_wall`` (host clock from the call to the stream's end) [s];
+        ``b2b_per_copy`` (copies queued back to back, time per copy) [s].
+    """
+
+    gpu: str
+    driver: str
+    cuda_runtime: str
+    date: str
+    series: dict = field(default_factory=dict)
+
+
+def copy_latency_run(filename="copies_run1.csv", run=COPY_LATENCY_RUN):
+    """Load one sweep of ``measure/copy_latency.cu`` from ``measurements/raw/<run>/``.
+
+    Parameters
+    ----------
+    filename : str
+        ``copies_run1.csv`` (the fit) or ``copies_run2.csv`` (held out).
+    run : str
+        The raw run folder.
+
+    Returns
+    -------
+    CopyLatencyRun
+
+    Examples
+    --------
+    >>> r = copy_latency_run()
+    >>> sorted(r.series)[:3], r.driver
+    (['d2d', 'd2h_pageable', 'd2h_pinned'], '580.159.04')
+    >>> round(float(r.series["h2d_pinned"]["latency_event"][0]) * 1e6, 3)   # 4 B, us
+    3.744
+    """
+    rows = list(csv.DictReader(io.StringIO(raw_capture(run, filename))))
+    if not rows or "latency_event_us" not in rows[0]:
+        raise ValueError(f"filename {filename!r}: not a copy_latency.cu sweep")
+    pts: dict[str, list] = {}
+    for r in rows:
+        key = "d2d" if r["kind"] == "d2d" else f"{r['kind']}_{r['memory']}"
+        if r["direction"] == "both":
+            key += "_both"
+        pts.setdefault(key, []).append(
+            (float(r["size_bytes"]), float(r["latency_event_us"]) * units.US,
+             float(r["latency_wall_us"]) * units.US,
+             float(r["b2b_per_copy_us"]) * units.US))
+    series = {}
+    for key, p in pts.items():
+        a = np.array(sorted(p))
+        series[key] = {"size_bytes": a[:, 0], "latency_event": a[:, 1],
+                       "latency_wall": a[:, 2], "b2b_per_copy": a[:, 3]}
+    r0 = rows[0]
+    return CopyLatencyRun(gpu=r0["gpu"], driver=r0["driver"],
+                          cuda_runtime=r0["cuda_runtime"], date=r0["date"],
+                          series=series)
 
 
 def raw_capture(run, filename):

@@ -8,6 +8,13 @@ CPU-GPU path")::
     effective, per direction       = encoded x TLP efficiency(payload, header, DLLPs)
     copy time of S bytes           = max(issue floor, alpha + S / (eta x encoded))
 
+Two numbers are kept apart: the HARDWARE time of a copy (:func:`copy_latency`:
+one isolated copy, latency + size / bandwidth, fitted to our CUDA C++
+``cudaMemcpyAsync`` runs on 1x H200) and the CALLER's per-call issue cost in a
+back-to-back loop (:func:`issue_cost`: ~2-3 us for ``cudaMemcpyAsync``, 25-83 us
+for PyTorch ``copy_``). :func:`copy_time` gives either (``caller=None | "cuda" |
+"pytorch"``). P2P hardware latency is assumed (our d2d copy) until a 2-GPU run.
+
 Every protocol constant (framing, header, CRC and flit sizes, the DLLP share) is
 read from ``gpulab/data/pcie_protocol.yaml`` with its source; transfer rates and
 encodings from ``gpulab/data/pcie.csv``; measured copy parameters from
@@ -30,8 +37,12 @@ DLLPs and SKP ordered sets         3 % of link bytes (Gen1-5), 0 in flit       c
                                    mode                                        DLLP cases of the PLX PEX 8532 data book
 Every TLP carries a full payload   payload = Max_Payload_Size                  bulk copies; reads split by the read
                                                                                completion boundary are not modelled
-Copy time                          max(issue floor, alpha + S / B)             fits our 2x H200 measurements within a
+Copy time, PyTorch loop           max(issue floor, alpha + S / B)             fits our 2x H200 PyTorch run within a
                                                                                few % for pinned copies >= 1 MiB
+Copy time, hardware                alpha_hw + S / B (one isolated copy)        fitted to our CUDA C++ run 1 on 1x H200;
+                                                                               run 2 held out (tests/models/test_copies.py)
+Copy time, CUDA loop               max(CUDA issue cost, gap + S / B)           same runs; copies queued on one stream
+P2P hardware latency               = our d2d copy latency (assumed)            no 2-GPU C++ run yet
 Pageable copies                    staged through a pinned bounce buffer:      CUDA driver behaviour for pageable
                                    1/B = 1/B_pinned + 1/B_memcpy               memory; B_memcpy fitted to our data
 =================================  ==========================================  ==========================================
@@ -71,12 +82,24 @@ __all__ = [
     "tlp_overhead_bytes", "tlp_efficiency", "effective_bandwidth",
     "host_copy_time", "staged_bandwidth", "copy_bandwidth", "copy_time",
     "calibrate_copy", "calibrate_copies",
+    "HARDWARE_COPY_KINDS", "DIRECTIONS", "CALLERS", "hardware_key",
+    "hardware_copy", "copy_latency", "issue_cost", "calibrate_copy_hardware",
+    "COPY_BANDS", "copy_holdout_errors",
 ]
 
 #: Copy kinds: host to device, device to host, GPU to GPU.
 COPY_KINDS = ("h2d", "d2h", "p2p")
 #: Host memory kinds for h2d/d2h copies.
 MEMORY_KINDS = ("pinned", "pageable")
+
+#: Copy kinds of the hardware model: host to device, device to host, within one GPU,
+#: GPU to GPU.
+HARDWARE_COPY_KINDS = ("h2d", "d2h", "d2d", "p2p")
+#: One direction at a time, or h2d and d2h at the same time (pinned only).
+DIRECTIONS = ("one", "both")
+#: Callers whose per-call issue cost is modelled: the CUDA runtime
+#: (``cudaMemcpyAsync``) and PyTorch (``Tensor.copy_``).
+CALLERS = ("cuda", "pytorch")
 
 _FAMILY = {"8b/10b": "gen1_2", "128b/130b": "gen3_5"}
 
@@ -386,6 +409,9 @@ def effective_bandwidth(generation, lanes=16, max_payload_bytes=256, *,
 def host_copy_time(message_bytes, latency, bandwidth, *, issue_floor=0.0):
     r"""Time per copy of ``message_bytes``: alpha-beta with an issue floor.
 
+    The floor is the CALLER's per-call issue cost in a back-to-back loop, not the
+    hardware; ``issue_floor=0`` leaves the hardware's alpha-beta time.
+
     Parameters
     ----------
     message_bytes : numeric or array_like
@@ -500,7 +526,8 @@ def _params(kind, memory, system):
 
 
 def copy_bandwidth(kind="h2d", *, memory="pinned", system="hgx-h200"):
-    r"""Large-copy bandwidth of a system, per direction.
+    r"""Large-copy bandwidth of a system, per direction (hardware: large copies are
+    bandwidth-bound, so the caller's issue cost does not enter).
 
     Parameters
     ----------
@@ -539,31 +566,46 @@ def copy_bandwidth(kind="h2d", *, memory="pinned", system="hgx-h200"):
     return _nominal(sys, kind) * prm.efficiency
 
 
-def copy_time(message_bytes, kind="h2d", *, memory="pinned", system="hgx-h200"):
-    r"""Time per copy of ``message_bytes`` on a system, as a copy benchmark sees it.
+def copy_time(message_bytes, kind="h2d", *, memory="pinned", system="hgx-h200",
+              caller="pytorch", direction="one"):
+    r"""Time per copy of ``message_bytes``: the hardware alone, or a caller's loop.
 
     Parameters
     ----------
     message_bytes : numeric or array_like
         Bytes per copy. [B]
     kind, memory, system
-        As in :func:`copy_bandwidth`.
+        As in :func:`copy_bandwidth`; with ``caller`` None or "cuda", ``kind`` may
+        also be "d2d" (see :func:`copy_latency`).
+    caller : {"pytorch", "cuda"} or None
+        Which number: ``None``: the HARDWARE time of one isolated copy,
+        :func:`copy_latency`. ``"cuda"``: time per copy of ``cudaMemcpyAsync`` calls
+        issued back to back (hardware plus the CUDA runtime's issue cost).
+        ``"pytorch"`` (the default, kept for existing callers): time per PyTorch
+        ``copy_`` issued back to back, the model fitted to our older 2x H200 PyTorch
+        run, whose small copies show PyTorch's per-call cost, not the link.
+    direction : {"one", "both"}
+        "both": pinned h2d and d2h at the same time (``caller`` None or "cuda").
 
     Returns
     -------
     numeric or ndarray
-        Time per copy with copies issued back to back. [s]
+        Time per copy. [s]
 
     Notes
     -----
-    :func:`host_copy_time` with the system's latency, issue floor and
-    :func:`copy_bandwidth`:
+    ``caller="pytorch"``: :func:`host_copy_time` with the system's ``host_copy`` /
+    ``p2p`` latency, PyTorch issue floor and :func:`copy_bandwidth`:
 
-    .. math:: t(S) = \max\left(t_\text{issue},\; \alpha + S / B\right)
+    .. math:: t(S) = \max\left(t_\text{issue}^\text{PyTorch},\; \alpha + S / B\right)
 
-    The presets' parameters come from our 2x H200 SXM measurements (PyTorch
-    ``copy_``, CUDA events around 20 back-to-back copies) or from cited
-    measurements; each preset names its source.
+    ``caller="cuda"``: the copy engine pipelines queued copies, so each costs its
+    hardware gap :math:`g` plus :math:`S/B`, unless the runtime issues them more
+    slowly:
+
+    .. math:: t(S) = \max\left(t_\text{issue}^\text{CUDA},\; g + S / B\right)
+
+    ``caller=None``: :math:`\alpha_\text{hw} + S / B` (:func:`copy_latency`).
 
     Examples
     --------
@@ -571,13 +613,281 @@ def copy_time(message_bytes, kind="h2d", *, memory="pinned", system="hgx-h200"):
     19.4
     >>> round(copy_time(2**30, "h2d", memory="pageable") * 1e3)   # ms
     56
-    >>> round(copy_time(4096, "h2d") * 1e6)                      # us, issue-bound
+    >>> round(copy_time(4096, "h2d") * 1e6)          # us: PyTorch's per-call cost
     28
+    >>> round(copy_time(4096, "h2d", caller=None) * 1e6, 1)      # us: hardware
+    4.0
+    >>> round(copy_time(4096, "h2d", caller="cuda") * 1e6, 1)    # us: CUDA loop
+    2.7
     """
+    if caller is not None:
+        check_choice("caller", caller, CALLERS)
+    if caller is None:
+        return copy_latency(message_bytes, kind, memory=memory, system=system,
+                            direction=direction)
+    if caller == "cuda":
+        hw = hardware_copy(kind, memory=memory, system=system, direction=direction)
+        t = links.transfer_time(message_bytes, hw.pipelined_s, hw.bandwidth)
+        out = np.maximum(hw.cuda_issue_s, t)
+        return float(out) if np.ndim(out) == 0 else out
+    check_choice("direction", direction, ("one",))
     sys, prm = _params(kind, memory, system)
     bw = copy_bandwidth(kind, memory=memory, system=sys)
     return host_copy_time(message_bytes, prm.latency_s, bw,
                           issue_floor=prm.issue_floor_s)
+
+
+# --- hardware copy model (separate from the caller's issue cost) ---------------------
+def hardware_key(kind="h2d", *, memory="pinned", direction="one"):
+    """Key of a copy in a system's ``copy_hardware`` section.
+
+    >>> hardware_key("d2h", memory="pageable"), hardware_key("h2d", direction="both")
+    ('d2h_pageable', 'h2d_pinned_both')
+    >>> hardware_key("p2p")
+    'p2p'
+    """
+    check_choice("kind", kind, HARDWARE_COPY_KINDS)
+    check_choice("memory", memory, MEMORY_KINDS)
+    check_choice("direction", direction, DIRECTIONS)
+    if kind in ("d2d", "p2p"):
+        if memory != "pinned" or direction != "one":
+            raise ValueError(f"memory and direction apply to h2d/d2h copies only; a "
+                             f"{kind} copy moves device memory (got memory={memory!r}, "
+                             f"direction={direction!r})")
+        return kind
+    if direction == "both" and memory != "pinned":
+        raise ValueError("direction='both' was measured with pinned memory only; "
+                         f"got memory={memory!r}")
+    return f"{kind}_{memory}" + ("_both" if direction == "both" else "")
+
+
+def hardware_copy(kind="h2d", *, memory="pinned", system="hgx-h200", direction="one"):
+    """The hardware parameters of a copy kind (:class:`gpulab.systems.HardwareCopy`).
+
+    Parameters
+    ----------
+    kind : {"h2d", "d2h", "d2d", "p2p"}
+    memory : {"pinned", "pageable"}
+        Host memory of an h2d/d2h copy.
+    system : str or systems.System
+        A system with a ``copy_hardware`` section (``h200-x2-measured``,
+        ``hgx-h200``, ``hgx-h200-2node``).
+    direction : {"one", "both"}
+        "both": pinned h2d and d2h at the same time.
+
+    Examples
+    --------
+    >>> hw = hardware_copy("h2d")
+    >>> round(hw.latency_s * 1e6, 2), round(hw.bandwidth.gb_per_s, 1), hw.kind
+    (3.93, 55.5, 'measured')
+    >>> hardware_copy("p2p").kind          # no 2-GPU C++ run yet
+    'assumed'
+    """
+    key = hardware_key(kind, memory=memory, direction=direction)
+    sys = systems.resolve(system)
+    if sys.copy_hardware is None or key not in dict(sys.copy_hardware.copies):
+        raise ValueError(f"system {sys.name!r} has no hardware copy calibration for "
+                         f"{key!r} (a copy_hardware section); use one that has (e.g. "
+                         "'hgx-h200'), or caller='pytorch' for the older PyTorch-loop "
+                         "model")
+    return sys.copy_hardware.params(key)
+
+
+def copy_latency(message_bytes, kind="h2d", *, memory="pinned", system="hgx-h200",
+                 direction="one"):
+    r"""HARDWARE time of one isolated copy: latency + size / bandwidth.
+
+    No caller's issue cost: this is the time between CUDA events recorded right
+    before and after one ``cudaMemcpyAsync`` on an idle stream (our
+    ``measure/copy_latency.cu``, like NVIDIA's nvbandwidth latency test).
+
+    Parameters
+    ----------
+    message_bytes : numeric or array_like
+        Bytes per copy. [B]
+    kind, memory, system, direction
+        As in :func:`hardware_copy`.
+
+    Returns
+    -------
+    numeric or ndarray
+        Hardware time of one copy. [s]
+
+    Notes
+    -----
+    .. math:: t(S) = lpha_	ext{hw} + S / B
+
+    with the system's ``copy_hardware`` parameters (fitted by
+    :func:`calibrate_copy_hardware`). Small pageable copies and large pageable
+    copies vary by tens of % from run to run; d2d copies of 4-16 MiB run faster
+    than the model when they fit in the 60 MB L2 (not modelled).
+
+    Examples
+    --------
+    >>> round(copy_latency(1024, "h2d") * 1e6, 1)      # us
+    3.9
+    >>> round(copy_latency(2**30, "h2d") * 1e3, 2)     # ms
+    19.37
+    >>> round(copy_latency(1024, "p2p") * 1e6, 1)      # us, assumed (see data)
+    5.8
+    """
+    hw = hardware_copy(kind, memory=memory, system=system, direction=direction)
+    return links.transfer_time(message_bytes, hw.latency_s, hw.bandwidth)
+
+
+def issue_cost(kind="h2d", *, memory="pinned", caller="cuda", system="hgx-h200",
+               direction="one"):
+    """CALLER's cost: the shortest time per copy call in a back-to-back loop.
+
+    Parameters
+    ----------
+    kind, memory, system, direction
+        As in :func:`hardware_copy`.
+    caller : {"cuda", "pytorch"}
+        ``cudaMemcpyAsync`` (our CUDA C++ run) or PyTorch ``copy_`` (our older 2x
+        H200 PyTorch run; h2d/d2h/p2p, one direction).
+
+    Returns
+    -------
+    float
+        Time per call. [s]
+
+    Examples
+    --------
+    >>> round(issue_cost("h2d") * 1e6, 1), round(issue_cost("h2d", caller="pytorch") * 1e6)
+    (2.5, 28)
+    >>> round(issue_cost("p2p", caller="pytorch") * 1e6, 1)
+    82.5
+    """
+    check_choice("caller", caller, CALLERS)
+    if caller == "cuda":
+        return hardware_copy(kind, memory=memory, system=system,
+                             direction=direction).cuda_issue_s
+    check_choice("direction", direction, ("one",))
+    return _params(kind, memory, system)[1].issue_floor_s
+
+
+def calibrate_copy_hardware(run=None, *, small_bytes=65536):
+    r"""Fit the hardware copy model and the CUDA issue cost to a CUDA C++ sweep.
+
+    Parameters
+    ----------
+    run : measurements.CopyLatencyRun or None
+        A sweep of ``measure/copy_latency.cu``; default: run 1 of our 1x H200 SXM
+        runs (``measurements.copy_latency_run("copies_run1.csv")``). Run 2 is held
+        out (``tests/models/test_copies.py``).
+    small_bytes : int
+        Copies up to this size set the latency (their :math:`S/B` is small). [B]
+
+    Returns
+    -------
+    dict
+        Per key of the run (``h2d_pinned``, ..., ``d2d``): ``latency_s``,
+        ``pipelined_s``, ``bandwidth_gb_per_s``, ``cuda_issue_s``, the keys of a
+        ``copy_hardware`` section of ``systems.yaml``.
+
+    Notes
+    -----
+    1. Back-to-back times per copy: :func:`calibrate_copy` gives the bandwidth
+       :math:`B`, the hardware gap :math:`g` between queued copies (the alpha of
+       the bandwidth-bound points) and the CUDA issue cost (the median of the
+       issue-bound points).
+    2. Hardware latency: :math:`lpha_	ext{hw}` = the median of
+       :math:`t_	ext{event} - S/B` over copies up to ``small_bytes`` (one isolated
+       copy, CUDA events).
+
+    Examples
+    --------
+    >>> cal = calibrate_copy_hardware()
+    >>> {k: round(v * 1e6, 2) for k, v in cal["h2d_pinned"].items() if k != "bandwidth_gb_per_s"}
+    {'latency_s': 3.93, 'pipelined_s': 2.65, 'cuda_issue_s': 2.51}
+    >>> round(cal["d2d"]["bandwidth_gb_per_s"])
+    2143
+    """
+    from . import measurements
+
+    if run is None:
+        run = measurements.copy_latency_run("copies_run1.csv")
+    if not isinstance(run, measurements.CopyLatencyRun):
+        raise ValueError(f"run must be a measurements.CopyLatencyRun or None; got {run!r}")
+    small = as_number("small_bytes", small_bytes, low=0, low_inclusive=False,
+                      allow_array=False)
+    out = {}
+    for key, ser in run.series.items():
+        s = ser["size_bytes"]
+        f = calibrate_copy(s, ser["b2b_per_copy"])
+        b = f.bandwidth.bytes_per_s
+        sel = s <= small
+        if not np.any(sel):
+            raise ValueError(f"small_bytes: no copy of {key} is that small "
+                             f"(smallest {s.min():g} B)")
+        alpha = float(np.median(ser["latency_event"][sel] - s[sel] / b))
+        out[key] = {"latency_s": max(alpha, 0.0), "pipelined_s": max(f.latency, 0.0),
+                    "bandwidth_gb_per_s": b / units.GB,
+                    "cuda_issue_s": f.issue_floor}
+    return out
+
+
+#: Size bands of the copy acceptance (issue 12): label, [low, high) bytes, allowed
+#: |error|: +-30 % below 64 KiB, +-15 % from 64 KiB.
+COPY_BANDS = (("< 64 KiB", 0, 65536, 0.30), ("64 KiB-1 MiB", 65536, 2**20, 0.15),
+              ("1-64 MiB", 2**20, 2**26, 0.15), (">= 64 MiB", 2**26, float("inf"), 0.15))
+
+
+def copy_holdout_errors(run=None, *, system="h200-x2-measured"):
+    r"""Error of the hardware model and the CUDA-loop model against a held-out run.
+
+    Parameters
+    ----------
+    run : measurements.CopyLatencyRun or None
+        Default: run 2 of our 1x H200 CUDA C++ runs (not used by the fit).
+    system : str or systems.System
+        Where the fitted constants are stored (``copy_hardware``).
+
+    Returns
+    -------
+    list of dict
+        One row per copy key and :data:`COPY_BANDS` band: ``key``, ``band``,
+        ``sizes``, ``hw_median_pct`` / ``hw_max_pct`` (:func:`copy_latency` against
+        ``latency_event``), ``cuda_median_pct`` / ``cuda_max_pct`` (``copy_time(...,
+        caller="cuda")`` against ``b2b_per_copy``), ``limit_pct`` (the acceptance).
+        Errors are :math:`|t_\text{model}/t_\text{measured} - 1|` in %.
+
+    Examples
+    --------
+    >>> rows = copy_holdout_errors()
+    >>> r = [r for r in rows if r["key"] == "h2d_pinned" and r["band"] == ">= 64 MiB"][0]
+    >>> r["sizes"], round(r["hw_median_pct"], 1), r["limit_pct"]
+    (5, 0.5, 15.0)
+    """
+    from . import measurements
+
+    if run is None:
+        run = measurements.copy_latency_run("copies_run2.csv")
+    if not isinstance(run, measurements.CopyLatencyRun):
+        raise ValueError(f"run must be a measurements.CopyLatencyRun or None; got {run!r}")
+    sys = systems.resolve(system)
+    rows = []
+    for key in systems.HARDWARE_COPY_KEYS:
+        if key not in run.series:
+            continue
+        ser = run.series[key]
+        kind = key.split("_")[0]
+        kw = dict(memory="pageable" if "pageable" in key else "pinned",
+                  direction="both" if key.endswith("_both") else "one", system=sys)
+        s = ser["size_bytes"]
+        e_hw = np.abs(copy_latency(s, kind, **kw) / ser["latency_event"] - 1) * 100
+        e_cu = np.abs(copy_time(s, kind, caller="cuda", **kw) / ser["b2b_per_copy"]
+                      - 1) * 100
+        for label, lo, hi, limit in COPY_BANDS:
+            sel = (s >= lo) & (s < hi)
+            rows.append({"key": key, "band": label, "sizes": int(sel.sum()),
+                         "hw_median_pct": float(np.median(e_hw[sel])),
+                         "hw_max_pct": float(np.max(e_hw[sel])),
+                         "cuda_median_pct": float(np.median(e_cu[sel])),
+                         "cuda_max_pct": float(np.max(e_cu[sel])),
+                         "limit_pct": 100 * limit})
+    return rows
 
 
 # --- calibration -----------------------------------------------------------------------
@@ -606,6 +916,9 @@ class CopyFit:
 def calibrate_copy(message_bytes, times, *, bandwidth_bound=2.0,
                    weighting="relative"):
     r"""Fit the copy model :func:`host_copy_time` to a measured sweep.
+
+    The issue floor it returns is the measuring program's per-call cost (PyTorch or
+    the CUDA runtime), the latency and bandwidth the hardware's.
 
     Parameters
     ----------
@@ -666,6 +979,10 @@ _RUN_KINDS = {("pinned", "h2d"): "h2d_pinned", ("pinned", "d2h"): "d2h_pinned",
 
 def calibrate_copies(run=None, *, system="h200-x2-measured"):
     r"""Calibrate every copy kind of a recorded sweep, as stored in ``systems.yaml``.
+
+    For the PyTorch-loop model (``host_copy`` / ``p2p``): its ``issue_floor_s`` is
+    PyTorch ``copy_``'s per-call cost. The hardware apart from the caller is fitted
+    by :func:`calibrate_copy_hardware`.
 
     Parameters
     ----------

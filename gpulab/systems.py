@@ -35,6 +35,14 @@ Schema of one system (all keys required unless marked optional)::
             d2h: {latency_s: 5.0e-5, host_memcpy_gb_per_s: 18.0, issue_floor_s: 3.3e-5}
         p2p: {via: nvlink, latency_s: 1.5e-5, efficiency: 0.88, issue_floor_s: 5.1e-5,
               source: "..."}
+        copy_hardware:             # optional: the hardware apart from the caller
+          kind: measured           # or assumed
+          source: "..."
+          accessed: "2026-12-01"
+          h2d_pinned: {latency_s: 3.9e-6, pipelined_s: 2.6e-6,
+                       bandwidth_gb_per_s: 55.4, cuda_issue_s: 2.5e-6}
+          # also d2h_pinned, h2d_pageable, d2h_pageable, h2d_pinned_both,
+          # d2h_pinned_both, d2d, p2p (each may add its own kind and source)
         network:                   # optional: the scale-out path between nodes
           nic: ConnectX-7          # a name from gpulab.specs.nics()
           nics_per_node: 8
@@ -62,6 +70,10 @@ numbers with a decimal point (``6.0e-6``): YAML 1.1 reads ``6e-6`` as text.
 path rate (PCIe: the encoded rate of the link; NVLink: the per-direction rate of the
 links between the two GPUs). ``issue_floor_s`` is the shortest time per copy when
 copies are issued back to back (the host cannot issue them faster); 0 disables it.
+In ``host_copy`` and ``p2p`` the presets' values come from a PyTorch ``copy_`` loop, so
+``issue_floor_s`` is PyTorch's per-call cost. ``copy_hardware`` keeps the hardware
+(``latency_s`` of one isolated copy, ``pipelined_s`` per queued copy,
+``bandwidth_gb_per_s``) apart from the CUDA runtime's per-call ``cuda_issue_s``.
 The copy model is in :mod:`gpulab.pcie`.
 
 Examples
@@ -95,6 +107,7 @@ from ._validate import check_choice
 
 __all__ = [
     "System", "NVLinkConfig", "PCIeConfig", "CopyParams", "HostCopy", "P2PConfig",
+    "HardwareCopy", "CopyHardware", "HARDWARE_COPY_KEYS",
     "NetworkConfig", "FABRICS", "NETWORK_FABRICS", "P2P_VIA", "names", "get", "load",
     "parse", "resolve", "nvlink_peers",
 ]
@@ -209,6 +222,66 @@ class HostCopy:
         return getattr(self, f"{memory}_{direction}")
 
 
+#: Keys of a ``copy_hardware`` section: ``<direction>_<memory>[_both]``, ``d2d``, ``p2p``.
+HARDWARE_COPY_KEYS = ("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable",
+                      "h2d_pinned_both", "d2h_pinned_both", "d2d", "p2p")
+_HW_KEYS = ("latency_s", "pipelined_s", "bandwidth_gb_per_s", "cuda_issue_s", "kind",
+            "source")
+_KINDS_OF_VALUE = ("spec", "measured", "derived", "assumed")
+
+
+@dataclass(frozen=True)
+class HardwareCopy:
+    """The hardware of one copy kind, apart from the caller's cost of issuing it.
+
+    Attributes
+    ----------
+    latency_s : float
+        Hardware: latency of one isolated copy on an idle stream (the alpha of
+        ``alpha + S / B``), GPU-side time between two CUDA events. [s]
+    pipelined_s : float
+        Hardware: the extra time per copy when copies are queued back to back on one
+        stream (the copy engine's gap between queued copies). [s]
+    bandwidth : units.Bandwidth
+        Hardware: large-copy rate, per direction.
+    cuda_issue_s : float
+        Caller's cost: the shortest time per ``cudaMemcpyAsync`` call in a
+        back-to-back loop (CUDA runtime). [s]
+    kind : str
+        ``measured`` or ``assumed`` (see ``gpulab/data/README.md``).
+    source : str or None
+        Where this kind's numbers come from when it differs from the section's.
+    """
+
+    latency_s: float
+    pipelined_s: float
+    bandwidth: units.Bandwidth
+    cuda_issue_s: float
+    kind: str
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class CopyHardware:
+    """``copy_hardware`` section: ``(key, HardwareCopy)`` pairs (keys from
+    :data:`HARDWARE_COPY_KEYS`; a tuple, so that a system stays hashable), with the
+    section's source, access date and kind."""
+
+    copies: tuple
+    source: str
+    accessed: str
+    kind: str
+
+    def params(self, key):
+        """The :class:`HardwareCopy` of ``key`` (one of :data:`HARDWARE_COPY_KEYS`)."""
+        check_choice("key", key, HARDWARE_COPY_KEYS)
+        found = dict(self.copies)
+        if key not in found:
+            raise ValueError(f"key {key!r}: not in this copy_hardware section "
+                             f"(has {', '.join(found)})")
+        return found[key]
+
+
 @dataclass(frozen=True)
 class P2PConfig:
     """GPU-to-GPU copy parameters: the path (``via``, one of :data:`P2P_VIA`), the
@@ -240,6 +313,9 @@ class System:
     #: ``gpulab fit``): same key paths, e.g. ``transports/p2p/collectives/
     #: all_reduce/efficiency``; ``None`` when the system uses the shared model.
     collective_model: dict | None = None
+    #: Hardware copy latency and bandwidth apart from the caller's issue cost
+    #: (:class:`CopyHardware`); ``None`` when the system has no such calibration.
+    copy_hardware: CopyHardware | None = None
 
     @property
     def nodes(self):
@@ -468,7 +544,7 @@ class _Reader:
 
 _TOP = ("description", "gpu", "gpu_variant", "n_gpus", "gpus_per_node", "nvlink",
         "pcie", "host_copy", "p2p", "network", "source", "accessed",
-        "collective_model")
+        "collective_model", "copy_hardware")
 _CM_COLLECTIVE_KEYS = ("launch_s", "efficiency", "efficiency_8", "fill", "fill_bytes",
                        "launch_gpu_s", "gpu_latency_s")
 _CM_PROTOCOL_KEYS = ("base_latency_s", "hop_latency_s", "bandwidth")
@@ -493,7 +569,7 @@ def _copy_params(r, kind):
 def _system(doc, name, value):
     path = ("systems", name)
     r = _Reader(doc, path, value, _TOP, optional=("gpu_variant", "network",
-                                                  "collective_model"))
+                                                  "collective_model", "copy_hardware"))
     gpu = r.choice("gpu", specs.gpu_names())
     n_gpus = r.integer("n_gpus", 1)
     per_node = r.integer("gpus_per_node", 1, n_gpus)
@@ -553,11 +629,46 @@ def _system(doc, name, value):
         cm = _collective_model(r.sub("collective_model", ("transports", "protocols",
                                                           "source"),
                                      optional=("transports", "protocols")))
+    hw = None
+    if "copy_hardware" in r.value:
+        hw = _copy_hardware(r.sub("copy_hardware", ("source", "accessed", "kind")
+                                  + HARDWARE_COPY_KEYS))
     return System(name=name, description=r.text("description"), gpu=gpu,
                   gpu_variant=r.text("gpu_variant", None), n_gpus=n_gpus,
                   gpus_per_node=per_node, nvlink=nvlink, pcie=pcie,
                   host_copy=host_copy, p2p=p2p, source=r.text("source"),
-                  accessed=accessed, network=network, collective_model=cm)
+                  accessed=accessed, network=network, collective_model=cm,
+                  copy_hardware=hw)
+
+
+def _date(r, key):
+    value = r.raw(key)
+    if hasattr(value, "isoformat"):              # YAML reads 2026-12-01 as a date
+        value = value.isoformat()
+    if not isinstance(value, str) or not value.strip():
+        r.fail(key, f"must be a date such as '2026-12-01'; got {value!r}")
+    return value
+
+
+def _copy_hardware(r):
+    """The optional ``copy_hardware`` section (hardware copy latency and bandwidth)."""
+    kind = r.choice("kind", _KINDS_OF_VALUE)
+    copies = {}
+    for key in HARDWARE_COPY_KEYS:
+        if key not in r.value:
+            continue
+        c = r.sub(key, _HW_KEYS, optional=("kind", "source"))
+        copies[key] = HardwareCopy(
+            latency_s=c.number("latency_s", 0.0, 1.0),
+            pipelined_s=c.number("pipelined_s", 0.0, 1.0),
+            bandwidth=units.Bandwidth.from_gb_per_s(
+                c.number("bandwidth_gb_per_s", 0.0, 1e6, low_inclusive=False),
+                units.PER_DIRECTION),
+            cuda_issue_s=c.number("cuda_issue_s", 0.0, 1.0),
+            kind=c.choice("kind", _KINDS_OF_VALUE) if "kind" in c.value else kind,
+            source=c.text("source", None))
+    return CopyHardware(copies=tuple(copies.items()), source=r.text("source"),
+                        accessed=_date(r, "accessed"), kind=kind)
 
 
 def _collective_model(r):

@@ -4,9 +4,15 @@ Sizes follow nccl-tests (``-b/-e/-f``): from ``--min-bytes`` to ``--max-bytes``,
 multiplying by ``--factor``; sizes accept the suffixes K, M and G, which are powers of
 1024 as in nccl-tests (``64K`` = 65536 bytes).
 
-``--copy {h2d,d2h,p2p}`` (:mod:`gpulab.pcie`). Output columns: ``size_bytes``,
-``time_us`` (time per copy) and ``bandwidth_GBps`` (size / time, per direction,
-GB = 1e9 bytes), so the output can be compared with a copy benchmark's.
+``--copy {h2d,d2h,d2d,p2p}`` (:mod:`gpulab.pcie`). By default the HARDWARE time of one
+isolated copy (:func:`gpulab.pcie.copy_latency`: latency + size / bandwidth, fitted to
+our CUDA C++ runs; P2P latency assumed until a 2-GPU run): columns ``size_bytes``,
+``hw_time_us`` and ``hw_GBps`` (size / time, per direction, GB = 1e9 bytes).
+``--caller cuda|pytorch`` prints instead the time per copy of that caller's
+back-to-back loop (hardware plus the caller's per-call issue cost,
+:func:`gpulab.pcie.copy_time`): columns ``size_bytes``, ``<caller>_b2b_us`` and
+``<caller>_b2b_GBps``, to compare with a copy benchmark written with that caller.
+``--direction both``: pinned h2d and d2h at the same time.
 
 ``--collective NAME --ranks N`` (:func:`gpulab.collectives.predict`) prints what
 nccl-tests would print. The table has nccl-tests' out-of-place columns (``size``,
@@ -23,6 +29,7 @@ measured sweeps); JSON adds ``algorithm`` and ``protocol``.
 Examples::
 
     gpulab predict --copy h2d --system hgx-h200
+    gpulab predict --copy p2p --system hgx-h200 --caller pytorch
     gpulab predict --copy d2h --memory pageable --system my-server.yaml --format csv
     gpulab predict --copy p2p --system h100-pcie --min-bytes 1M --max-bytes 1G --factor 4
     gpulab predict --collective all_reduce --system hgx-h200 --ranks 8 -b 1M -e 4G
@@ -131,7 +138,7 @@ def _cmd_predict(args, out):
         return _list_systems(args, out)
     if args.copy is None and args.collective is None:
         parser.error("give --copy {%s} or --collective {%s}"
-                     % (",".join(pcie.COPY_KINDS), ",".join(collectives.COLLECTIVES)))
+                     % (",".join(pcie.HARDWARE_COPY_KINDS), ",".join(collectives.COLLECTIVES)))
     if args.system is None:
         parser.error("the following arguments are required: --system")
     if args.copy is not None:
@@ -139,11 +146,14 @@ def _cmd_predict(args, out):
             if getattr(args, name) is not None:
                 parser.error(f"argument --{name.replace('_', '-')}: applies to "
                              "--collective only, not --copy")
-        if args.copy == "p2p" and args.memory is not None:
-            parser.error("argument --memory: applies to h2d/d2h copies only, not p2p")
-    elif args.memory is not None:
-        parser.error("argument --memory: applies to h2d/d2h copies only, not "
-                     "--collective")
+        if args.copy in ("p2p", "d2d") and args.memory is not None:
+            parser.error("argument --memory: applies to h2d/d2h copies only, not "
+                         f"{args.copy}")
+    else:
+        for flag in ("memory", "caller", "direction"):
+            if getattr(args, flag) is not None:
+                parser.error(f"argument --{flag}: applies to --copy only, not "
+                             "--collective")
     if args.min_bytes > args.max_bytes:
         parser.error(f"argument --min-bytes: {args.min_bytes} is larger than "
                      f"--max-bytes {args.max_bytes}")
@@ -163,25 +173,47 @@ def _cmd_predict(args, out):
 def _predict_copy(args, out, system, sizes):
 
     memory = args.memory or "pinned"
-    times = pcie.copy_time([float(s) for s in sizes], args.copy, memory=memory,
-                           system=system)
+    direction = args.direction or "one"
+    caller = args.caller
+    try:
+        times = pcie.copy_time([float(s) for s in sizes], args.copy, memory=memory,
+                               system=system, caller=caller, direction=direction)
+    except ValueError as exc:
+        msg = str(exc).replace("caller='pytorch'", "--caller pytorch")
+        parser = args._predict_parser
+        flag = {"direction": "--direction", "memory": "--memory", "system": "--system",
+                "kind": "--copy"}.get(re.split(r"\W", msg, maxsplit=1)[0], "--copy")
+        parser.error(f"argument {flag}: {msg}")
+    t_col, bw_col = (("hw_time_us", "hw_GBps") if caller is None
+                     else (f"{caller}_b2b_us", f"{caller}_b2b_GBps"))
     rows = []
     for size, t in zip(sizes, times):
         t = float(t)
         bw = size / t / units.GB
         if args.format == "json":
-            rows.append({"size_bytes": size, "time_us": round(t / units.US, 3),
-                         "bandwidth_GBps": round(bw, 3)})
+            rows.append({"size_bytes": size, t_col: round(t / units.US, 3),
+                         bw_col: round(bw, 3)})
         else:
-            rows.append({"size_bytes": str(size), "time_us": f"{t / units.US:.3f}",
-                         "bandwidth_GBps": f"{bw:.3f}"})
+            rows.append({"size_bytes": str(size), t_col: f"{t / units.US:.3f}",
+                         bw_col: f"{bw:.3f}"})
     if args.format == "table":
         what = {"h2d": "host to device", "d2h": "device to host",
+                "d2d": "within one GPU",
                 "p2p": f"GPU to GPU via {system.p2p.via}"}[args.copy]
-        mem = f", {memory} host memory" if args.copy != "p2p" else ""
-        out.write(f"# {args.copy} copy ({what}{mem}) on {system.name}: "
-                  f"{system.n_gpus}x {system.gpu}; time per copy, copies issued back "
-                  "to back; bandwidth per direction, GB = 1e9 B\n")
+        mem = f", {memory} host memory" if args.copy in ("h2d", "d2h") else ""
+        both = ", h2d and d2h at the same time" if direction == "both" else ""
+        if caller is None:
+            how = ("hardware time of one isolated copy (no caller's issue cost; "
+                   "--caller cuda|pytorch for a back-to-back loop)")
+            if args.copy == "p2p":
+                how += "; P2P latency ASSUMED until a 2-GPU run"
+        else:
+            name = {"cuda": "cudaMemcpyAsync", "pytorch": "PyTorch copy_"}[caller]
+            how = (f"time per {name} call issued back to back (hardware + the "
+                   "caller's per-call issue cost)")
+        out.write(f"# {args.copy} copy ({what}{mem}{both}) on {system.name}: "
+                  f"{system.n_gpus}x {system.gpu}; {how}; bandwidth per direction, "
+                  "GB = 1e9 B\n")
         widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in rows[0]}
         rows = [{c: v.rjust(widths[c]) for c, v in r.items()} for r in rows]
     emit(rows, args.format, out)
@@ -317,8 +349,9 @@ def register(sub, fmt):
                     "1024). Bandwidths are per direction, GB = 1e9 bytes; collectives "
                     "print nccl-tests' algbw and busbw.")
     what = s.add_mutually_exclusive_group()
-    what.add_argument("--copy", choices=pcie.COPY_KINDS,
-                      help="copy kind: h2d (host to device), d2h, p2p (GPU to GPU)")
+    what.add_argument("--copy", choices=pcie.HARDWARE_COPY_KINDS,
+                      help="copy kind: h2d (host to device), d2h, d2d (within one "
+                           "GPU), p2p (GPU to GPU)")
     what.add_argument("--collective", choices=collectives.COLLECTIVES,
                       help="collective, as nccl-tests' <name>_perf "
                            "(gpulab.collectives.predict)")
@@ -327,6 +360,13 @@ def register(sub, fmt):
                         "(FILE:NAME picks one of several)")
     s.add_argument("--memory", choices=pcie.MEMORY_KINDS,
                    help="host memory of h2d/d2h copies (default: pinned)")
+    s.add_argument("--caller", choices=pcie.CALLERS,
+                   help="copy: print the time per copy of this caller's back-to-back "
+                        "loop (cudaMemcpyAsync or PyTorch copy_) instead of the "
+                        "hardware time of one copy (the default)")
+    s.add_argument("--direction", choices=pcie.DIRECTIONS,
+                   help="copy: one direction (default) or both (pinned h2d and d2h "
+                        "at the same time)")
     s.add_argument("--ranks", type=_ranks, metavar="N",
                    help="collective: ranks, one per GPU (default: the system's GPUs)")
     s.add_argument("--transport", choices=collectives.TRANSPORTS,

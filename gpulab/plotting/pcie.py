@@ -141,7 +141,8 @@ def plot_host_copies(run=None, *, system="h200-x2-measured",
                             "d2h_pageable"), ax=None):
     """Measured host<->device copy bandwidth beside the calibrated copy model.
 
-    Points: the recorded sweep; lines: ``S / pcie.copy_time(S, ...)`` of
+    Points: the recorded sweep (a PyTorch copy_ loop); lines:
+    ``S / pcie.copy_time(S, ..., caller="pytorch")`` of
     ``system``; dashed: the encoded PCIe rate of the system's link.
 
     Parameters
@@ -172,7 +173,8 @@ def plot_host_copies(run=None, *, system="h200-x2-measured",
         name = f"{direction.upper()} {memory}"
         ax.plot(s, bw / units.GB, "o", color=c, ms=4)
         grid = np.geomspace(s.min(), s.max(), 120)
-        t = pcie.copy_time(grid, direction, memory=memory, system=sys_)
+        t = pcie.copy_time(grid, direction, memory=memory, system=sys_,
+                            caller="pytorch")        # the sweep is a PyTorch loop
         ax.plot(grid, grid / t / units.GB, "-", color=c, lw=1.2, alpha=0.8)
         handles.append(Line2D([], [], color=c, marker="o", ms=4, lw=1.2,
                               label=name))

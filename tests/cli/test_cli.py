@@ -205,21 +205,23 @@ def test_sweep_sizes_semantics():
                                           ("h2d", "pageable"), ("d2h", "pinned"),
                                           ("p2p", None)])
 def test_predict_csv_every_system_and_kind(system, kind, memory):
+    """``--caller pytorch``: PyTorch's back-to-back loop, every system."""
     argv = ["predict", "--copy", kind, "--system", system, "--format", "csv",
-            "--min-bytes", "4K", "--max-bytes", "1G", "--factor", "4"]
+            "--min-bytes", "4K", "--max-bytes", "1G", "--factor", "4",
+            "--caller", "pytorch"]
     if memory:
         argv += ["--memory", memory]
     status, text = run(*argv)
     assert status == 0
-    assert text.splitlines()[0] == "size_bytes,time_us,bandwidth_GBps"
+    assert text.splitlines()[0] == "size_bytes,pytorch_b2b_us,pytorch_b2b_GBps"
     rows = list(csv.DictReader(io.StringIO(text)))
     sizes_ = [int(r["size_bytes"]) for r in rows]
     assert sizes_ == [4096 * 4**k for k in range(10)]
-    t = np.array([float(r["time_us"]) for r in rows]) * 1e-6
+    t = np.array([float(r["pytorch_b2b_us"]) for r in rows]) * 1e-6
     expected = pcie.copy_time(np.array(sizes_, float), kind,
                               memory=memory or "pinned", system=system)
     np.testing.assert_allclose(t, expected, rtol=1e-3, atol=1e-9)
-    bw = [float(r["bandwidth_GBps"]) for r in rows]
+    bw = [float(r["pytorch_b2b_GBps"]) for r in rows]
     np.testing.assert_allclose(bw, np.array(sizes_) / expected / 1e9, rtol=2e-3,
                                atol=1e-3)
     # at 1 GiB the fixed latency still costs up to ~1.5% on the fastest links
@@ -228,24 +230,69 @@ def test_predict_csv_every_system_and_kind(system, kind, memory):
         rel=0.02)
 
 
+@pytest.mark.parametrize("kind, extra", [("h2d", []), ("d2h", ["--memory", "pageable"]),
+                                         ("h2d", ["--direction", "both"]),
+                                         ("d2d", []), ("p2p", [])])
+@pytest.mark.parametrize("caller", [None, "cuda"])
+def test_predict_hardware_by_default_and_cuda_caller(kind, extra, caller):
+    argv = ["predict", "--copy", kind, "--system", "hgx-h200", "--format", "csv",
+            "-b", "1K", "-e", "1G", "-f", "32", *extra]
+    if caller:
+        argv += ["--caller", caller]
+    status, text = run(*argv)
+    assert status == 0
+    t_col = "hw_time_us" if caller is None else "cuda_b2b_us"
+    rows = list(csv.DictReader(io.StringIO(text)))
+    sizes_ = np.array([float(r["size_bytes"]) for r in rows])
+    kw = dict(zip(extra[::2], extra[1::2]))
+    expected = pcie.copy_time(sizes_, kind, system="hgx-h200", caller=caller,
+                              memory=kw.get("--memory", "pinned"),
+                              direction=kw.get("--direction", "one"))
+    t = np.array([float(r[t_col]) for r in rows]) * 1e-6
+    np.testing.assert_allclose(t, expected, rtol=1e-3, atol=1e-9)
+
+
+def test_predict_p2p_is_not_the_pytorch_issue_time():
+    """1 KiB and 16 MiB over NVLink: PyTorch's loop says 82.5 us for both; the
+    hardware time differs by size."""
+    def times(*extra):
+        text = run("predict", "--copy", "p2p", "--system", "hgx-h200", "--format",
+                   "json", "-b", "1K", "-e", "16M", "-f", "16384", *extra)[1]
+        return [list(r.values())[1] for r in json.loads(text)]
+    assert times("--caller", "pytorch") == [82.51, 82.51]
+    hw = times()
+    assert hw[0] < 10 and hw[1] > 5 * hw[0]
+
+
+def test_predict_table_says_which_number():
+    text = run("predict", "--copy", "p2p", "--system", "hgx-h200", "-b", "1K",
+               "-e", "1K")[1]
+    assert "hardware time of one isolated copy" in text and "ASSUMED" in text
+    assert text.splitlines()[1].split() == ["size_bytes", "hw_time_us", "hw_GBps"]
+    text = run("predict", "--copy", "h2d", "--system", "hgx-h200", "-b", "1K",
+               "-e", "1K", "--caller", "pytorch")[1]
+    assert "PyTorch copy_ call issued back to back" in text
+
+
 def test_predict_defaults_are_8_bytes_to_4g_by_2():
     status, text = run("predict", "--copy", "h2d", "--system", "hgx-h200",
                        "--format", "json")
     rows = json.loads(text)
     assert status == 0 and len(rows) == 30
     assert rows[0]["size_bytes"] == 8 and rows[-1]["size_bytes"] == 4 * 2**30
-    assert set(rows[0]) == {"size_bytes", "time_us", "bandwidth_GBps"}
-    assert all(isinstance(r["time_us"], float) for r in rows)
+    assert set(rows[0]) == {"size_bytes", "hw_time_us", "hw_GBps"}
+    assert all(isinstance(r["hw_time_us"], float) for r in rows)
 
 
 def test_predict_table_has_header_comment_and_aligned_columns():
     status, text = run("predict", "--copy", "d2h", "--memory", "pageable",
-                       "--system", "dgx-h100", "-b", "1K", "-e", "1M", "-f", "8")
+                       "--system", "dgx-h100", "-b", "1K", "-e", "1M", "-f", "8",
+                       "--caller", "pytorch")
     lines = text.splitlines()
     assert status == 0
     assert lines[0].startswith("# d2h copy") and "dgx-h100" in lines[0]
     assert "pageable" in lines[0] and "per direction" in lines[0]
-    assert lines[1].split() == ["size_bytes", "time_us", "bandwidth_GBps"]
+    assert lines[1].split() == ["size_bytes", "pytorch_b2b_us", "pytorch_b2b_GBps"]
     body = lines[2:]
     assert len(body) == 4 and len({len(line) for line in body}) == 1   # aligned
     assert [int(line.split()[0]) for line in body] == [1024, 8192, 65536, 524288]
@@ -257,10 +304,10 @@ def test_predict_system_from_yaml_file(tmp_path):
     f = tmp_path / "box.yaml"
     f.write_text(VALID)
     status, text = run("predict", "--copy", "p2p", "--system", str(f), "--format",
-                       "csv", "-b", "1G", "-e", "1G")
+                       "csv", "-b", "1G", "-e", "1G", "--caller", "pytorch")
     assert status == 0
     row = next(csv.DictReader(io.StringIO(text)))
-    assert float(row["bandwidth_GBps"]) < 450 * 0.8
+    assert float(row["pytorch_b2b_GBps"]) < 450 * 0.8
 
 
 def test_predict_list_systems():
@@ -274,7 +321,15 @@ def test_predict_list_systems():
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["predict", "--system", "hgx-h200"], "give --copy {h2d,d2h,p2p} or --collective"),
+    (["predict", "--system", "hgx-h200"], "give --copy {h2d,d2h,d2d,p2p} or --collective"),
+    (["predict", "--copy", "h2d", "--system", "dgx-a100"],
+     "argument --system: system 'dgx-a100' has no hardware copy calibration"),
+    (["predict", "--copy", "d2d", "--system", "hgx-h200", "--caller", "pytorch"],
+     "argument --copy: kind must be one of"),
+    (["predict", "--copy", "h2d", "--system", "hgx-h200", "--memory", "pageable",
+      "--direction", "both"], "argument --direction: direction='both'"),
+    (["predict", "--collective", "all_reduce", "--system", "hgx-h200", "--caller",
+      "cuda"], "argument --caller: applies to --copy only"),
     (["predict", "--copy", "h2d"], "the following arguments are required: --system"),
     (["predict", "--copy", "h2h", "--system", "hgx-h200"], "argument --copy: invalid choice"),
     (["predict", "--copy", "h2d", "--system", "nope"],
@@ -324,7 +379,7 @@ def test_console_script_exit_status():
                          "--format", "csv"], capture_output=True, text=True, env=env,
                         timeout=120)
     assert ok.returncode == 0, ok.stderr
-    assert ok.stdout.splitlines()[0] == "size_bytes,time_us,bandwidth_GBps"
+    assert ok.stdout.splitlines()[0] == "size_bytes,hw_time_us,hw_GBps"
     bad = subprocess.run([sys.executable, "-m", "gpulab", "predict", "--copy", "h2d"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2

@@ -1,0 +1,35 @@
+"""Bad-input rows for the hardware copy model of gpulab.pcie and its CUDA C++ runs
+(collected by tests/models/test_bad_input.py)."""
+from __future__ import annotations
+
+from bad_values import CHOICE, NONNEG, POS, SCALAR_ONLY, Case
+
+from gpulab import measurements, pcie
+
+MODULES = ()
+
+_SYSTEM_BAD = [None, 3, True, "", "no-such-system", "HGX-H200", ["hgx-h200"], "/",
+               "dgx-a100"]                 # dgx-a100: no hardware copy calibration
+_NAME_BAD = [None, 3, True, "", "../x", "no_such.csv", ["copies_run1.csv"], ".hidden"]
+_HW = {"kind": "h2d", "memory": "pinned", "direction": "both"}
+_HW_BAD = {"kind": CHOICE("H2D", "p2p2"), "memory": CHOICE("paged"),
+           "direction": CHOICE("One")}
+
+CASES = [
+    Case(pcie.hardware_key, dict(_HW), dict(_HW_BAD)),
+    Case(pcie.hardware_copy, {**_HW, "system": "hgx-h200"},
+         {**_HW_BAD, "system": _SYSTEM_BAD}),
+    Case(pcie.copy_latency, {"message_bytes": [8, 1e9], **_HW, "system": "hgx-h200"},
+         {"message_bytes": NONNEG, **_HW_BAD, "system": _SYSTEM_BAD}),
+    Case(pcie.issue_cost, {**_HW, "caller": "cuda", "system": "hgx-h200"},
+         {**_HW_BAD, "system": _SYSTEM_BAD, "caller": CHOICE("CUDA")}),
+    Case(pcie.calibrate_copy_hardware, {"run": None, "small_bytes": 65536},
+         {"run": [3, "copies_run1.csv", True, {}, ["h2d"]],
+          "small_bytes": POS + SCALAR_ONLY + [1]}),
+    Case(measurements.copy_latency_run,
+         {"filename": "copies_run2.csv", "run": measurements.COPY_LATENCY_RUN},
+         {"filename": _NAME_BAD + ["README.md"], "run": _NAME_BAD}),
+]
+CASES.append(Case(pcie.copy_holdout_errors, {"run": None, "system": "hgx-h200"},
+                  {"run": [3, "copies_run2.csv", True, {}, ["h2d"]],
+                   "system": _SYSTEM_BAD[:-1]}))
