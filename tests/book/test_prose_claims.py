@@ -54,6 +54,7 @@ def test_source_article_is_identified_once():
     ("takes the switch's single uplink\ntwice", "book/pcie.md"),
     ("served through host memory over one PCIe Gen3", "book/nvswitch.md"),
     ("about the same time", "book/tensor_parallel.md"),
+    ("physically impossible ({ref}`ch-pcie`)", "book/nvlink_roi.md"),
 ])
 def test_corrected_statement_stays_out(phrase, page):
     assert phrase not in _text(ROOT / page)
