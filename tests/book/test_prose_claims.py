@@ -47,6 +47,8 @@ def test_source_article_is_identified_once():
     ("never typed by hand", "intro.md"),
     ("links run straight to the other GPU", "book/nvlink.md"),
     ("raw line rate", "book/nvlink.md"),
+    ("raw line rate", "book/hardware_tables.md"),
+    ("raw line rate", "labs/lab01_link_math.ipynb"),
     ("NCCL uses NVLS only for **AllReduce**", "book/in_network_reduction.md"),
     ("That is why NCCL uses trees", "book/in_network_reduction.md"),
     ("NCCL models NVLS at", "book/in_network_reduction.md"),
