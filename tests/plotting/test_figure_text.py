@@ -303,7 +303,7 @@ def _nvlink_budget():
     run = measurements.copy_bandwidth()
     ring_busbw = spec_gpu * scaling.assumption("nvlink_allreduce_efficiency")
     budget = [
-        (f"raw line rate\n({n_links} × {raw_link.gb_per_s:.4f} GB/s)",
+        (f"raw signalling rate\n({n_links} × {raw_link.gb_per_s:.4f} GB/s)",
          raw_gpu, "compute"),
         (f"spec\n({n_links} × {data_link.gb_per_s:.4g} GB/s)", spec_gpu,
          "nvlink"),

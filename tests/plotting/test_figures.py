@@ -30,7 +30,7 @@ def _steps(**kw):
 
 
 def _budget():
-    return [("raw line rate", links.nvlink_gpu_bandwidth(4, raw=True), "model"),
+    return [("raw signalling rate", links.nvlink_gpu_bandwidth(4, raw=True), "model"),
             ("after coding", links.nvlink_gpu_bandwidth(4), "nvlink"),
             ("measured", measurements.copy_bandwidth().peak("p2p"), "accent")]
 

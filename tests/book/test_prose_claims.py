@@ -1,0 +1,87 @@
+"""Guards for statements in the book's prose that no chapter cell can check.
+
+Each test pins one corrected statement (issue 12, item 4) so that the wrong one cannot come
+back: the spec facts the introduction says are typed in prose agree with the data tables,
+the source article is identified once, and phrases that were wrong stay out of the pages.
+Chapter numbers are checked by the asserts in the chapters' hidden cells.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpulab import collectives, specs, systems, units
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "intro.md", *sorted((ROOT / "book").glob("*.md"))]
+ARTICLE_TITLE = "8张H100训练一个70B模型"
+
+
+def _text(path):
+    return path.read_text(encoding="utf-8")
+
+
+def test_spec_facts_typed_in_prose_match_the_data():
+    """intro.md names these as facts written out in prose: they must be the tables' values."""
+    intro = _text(ROOT / "intro.md")
+    nv4 = specs.nvlink(4)
+    bidir = nv4.nominal_link_bandwidth.to_bidirectional().bytes_per_s * nv4.links_per_gpu
+    assert bidir / units.GB == pytest.approx(900)
+    assert "900 GB/s bidirectional" in intro
+    assert systems.get("dgx-h100").nvlink.switch_chips == 4
+    assert "four NVSwitch chips" in intro
+    assert specs.gpu("H100").memory_bytes / units.GB == pytest.approx(80)
+    assert "80 GB" in intro
+
+
+def test_source_article_is_identified_once():
+    hits = [p.name for p in PAGES if ARTICLE_TITLE in _text(p)]
+    assert hits == ["intro.md"]
+    intro = _text(ROOT / "intro.md")
+    assert "Chinese" in intro and "no author and no" in intro
+
+
+@pytest.mark.parametrize("phrase, page", [
+    ("does not benchmark", "book/setup.md"),
+    ("never typed by hand", "intro.md"),
+    ("links run straight to the other GPU", "book/nvlink.md"),
+    ("raw line rate", "book/nvlink.md"),
+    ("raw line rate", "book/hardware_tables.md"),
+    ("raw line rate", "labs/lab01_link_math.ipynb"),
+    ("NCCL uses NVLS only for **AllReduce**", "book/in_network_reduction.md"),
+    ("That is why NCCL uses trees", "book/in_network_reduction.md"),
+    ("NCCL models NVLS at", "book/in_network_reduction.md"),
+    ("most platforms do not forward peer traffic", "book/pcie.md"),
+    ("takes the switch's single uplink\ntwice", "book/pcie.md"),
+    ("served through host memory over one PCIe Gen3", "book/nvswitch.md"),
+    ("about the same time", "book/tensor_parallel.md"),
+    ("physically impossible ({ref}`ch-pcie`)", "book/nvlink_roi.md"),
+])
+def test_corrected_statement_stays_out(phrase, page):
+    assert phrase not in _text(ROOT / page)
+
+
+def test_line_rate_is_the_data_rate():
+    """nvlink.md defines "line rate" as the per-direction data rate (the spec), the value the
+    collective model divides by; the raw signalling rate nvidia-smi reports is larger."""
+    line = collectives.fabric_bandwidth("hgx-h200")
+    nv4 = specs.nvlink(4)
+    spec = nv4.nominal_link_bandwidth.to_per_direction().bytes_per_s * nv4.links_per_gpu
+    assert line.direction == "per_direction"
+    assert line.bytes_per_s == pytest.approx(spec)
+    assert nv4.nvidia_smi_link_gb_per_s * nv4.links_per_gpu * units.GB > spec
+    assert "**Line rate**, in this course" in _text(ROOT / "book" / "nvlink.md")
+
+
+def test_nccl_source_constants_are_labelled_as_nccls():
+    """The book quotes NCCL's own latencies from data (tuning.cc), never the course's fit."""
+    ring8 = (collectives.model_constant("nccl_source/ring_ll_base_latency_s")
+             + collectives.ring_steps("all_reduce", 8)
+             * collectives.model_constant("nccl_source/ring_ll_nvlink_hop_s"))
+    assert ring8 == pytest.approx(15.0e-6)
+    assert collectives.model_constant("nccl_source/nvls_nvlink_latency_s") == pytest.approx(25e-6)
+    assert collectives.model_constant("nccl_source/nvls_off_max_gpus_2_28_3") == 2
+    assert set(collectives.model_constant("nccl_source/nvls_collectives")) == {
+        "all_reduce", "all_gather", "reduce_scatter"}
+    assert specs.assumption_record("nccl", "nccl_source")["kind"] == "spec"
