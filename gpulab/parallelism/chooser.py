@@ -168,7 +168,7 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
     --------
     >>> r = rank_layouts("13b", "hgx-h200", global_batch=64)
     >>> str(r.best.layout), all(x.step.fits for x in r.valid)
-    ('TP2 PP1 DP4', True)
+    ('TP1 PP2 DP4', True)
     """
     m = as_model(spec)
     s_ = as_system(system)

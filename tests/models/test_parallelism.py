@@ -249,7 +249,7 @@ def test_nvlink_beats_pcie_for_tensor_parallelism():
     assert slow.tp_comm > 5 * fast.tp_comm
     # per-shape efficiency: the H100's lower HBM bandwidth (and, for a PCIe card,
     # lower peak) can only make the compute slower
-    assert slow.compute >= fast.compute * 989.4 / 756 * 0.999
+    assert slow.compute >= fast.compute
     # a flat MFU: compute time scales with 1 / dense peak only
     flat = [par.step_time("13b", s, (8, 1, 1), global_batch=64, mfu=0.4)
             for s in ("hgx-h200", "h100-pcie")]
