@@ -87,7 +87,14 @@ def test_base_must_be_a_preset():
     (["fit", "/no/such/file", "--system", "hgx-h200", "-o", "x.yaml"], "FILE"),
     (["fit", str(MEDIAN), "--system", "hgx-h200", "-o", "x.yaml", "--ranks", "0"],
      "ranks"),
-    (["fit", str(MEDIAN), "--system", "hgx-h200"], "output")])
+    (["fit", str(MEDIAN), "--system", "hgx-h200"], "output"),
+    # the pooled CSV says 2 ranks: another --ranks is refused, not used
+    (["fit", str(MEDIAN), "--system", "h200-x2-measured", "-o", "x.yaml", "--ranks",
+      "8"], "--ranks (n_ranks): 8 disagrees"),
+    # nccl-tests' result check failed (#wrong = 1, Out of bounds values : 4 FAILED)
+    (["fit", str(Path(__file__).parents[1] / "data" / "nccltests" /
+                 "v100_dgx2_old_format.txt"), "--system", "hgx-h200-2node", "-o",
+      "x.yaml", "--collective", "all_gather"], "Out of bounds values : 4 FAILED")])
 def test_fit_usage_errors(args, msg, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rc, _ = _run(*args)
