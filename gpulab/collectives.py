@@ -34,7 +34,7 @@ from .links import per_direction_rate
 __all__ = ["ring_allreduce_time", "algbw", "busbw", "busbw_factor", "BUSBW_OPS",
            "COLLECTIVES", "ALGORITHMS", "PROTOCOLS", "TRANSPORTS", "Prediction",
            "model_constant", "fabric_bandwidth", "wire_factor", "ring_steps",
-           "collective_time", "predict", "calibrate"]
+           "collective_time", "predict", "calibrate", "local_copy_time"]
 
 BUSBW_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
              "alltoall", "sendrecv")
@@ -437,6 +437,33 @@ def _single_time(collective, s, n, system, transport, algorithm, protocol, bw_in
     return np.maximum(host, gpu + wire / b + fill)
 
 
+def local_copy_time(message_bytes, system):
+    """Time of the one-rank "collective": a copy inside the GPU's memory. [s]
+
+    With one rank NCCL has no peer: every collective (and nccl-tests' sendrecv
+    to itself) copies the send buffer into the receive buffer (out of place; in
+    place it copies nothing). The copy reads and writes ``message_bytes``, so it
+    moves twice that through HBM, at the GPU's spec memory bandwidth
+    (:attr:`gpulab.specs.GPUSpec.memory_bandwidth`, reads and writes together):
+    ``2 S / B_HBM``. A lower bound: our 1x H200 device-to-device copies of 64 MiB
+    to 1 GiB reach 81-89 % of it (``h200-x1-2026-12-01-copies``), so the
+    model is 11-19 % short there.
+    :func:`predict` takes the larger of this and the host's time per call.
+
+    Parameters
+    ----------
+    message_bytes : numeric or array_like
+        nccl-tests' ``size``. [B]
+    system : systems.System or str
+
+    >>> round(local_copy_time(2**30, "hgx-h200") * 1e6, 1)    # H200: 4.8 TB/s
+    447.4
+    """
+    system = systems.resolve(system)
+    s = as_number("message_bytes", message_bytes, low=0)
+    return 2.0 * s / system.gpu_spec.memory_bandwidth
+
+
 def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2p",
                     algorithm="auto", protocol="auto", nvls=True, gpus_per_process=None):
     r"""Predict the time of one collective call, as nccl-tests would measure it.
@@ -450,7 +477,8 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
         reduce_scatter: the input; alltoall: each rank's buffer; sendrecv: what
         each rank sends). [B]
     n_ranks : int
-        Ranks (one per GPU), at most the system's GPUs.
+        Ranks (one per GPU), at most the system's GPUs. One rank is a copy
+        inside the GPU (:func:`local_copy_time`), labelled algorithm ``copy``.
     system : systems.System or str
         Preset name, YAML path or System.
     transport : {"p2p", "shm"}
@@ -552,9 +580,10 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
     scalar = np.ndim(message_bytes) == 0
     g = _gpus_per_process(gpus_per_process, n, system)
     if n == 1:
-        t = np.full_like(s, _const(
-            system, f"transports/{transport}/collectives/{collective}/launch_s"))
-        return _prediction(collective, n, s, t, np.full(s.shape, "none"),
+        host = _const(system, f"transports/{transport}/collectives/{collective}/"
+                              "launch_s")
+        t = np.maximum(host, local_copy_time(s, system))
+        return _prediction(collective, n, s, t, np.full(s.shape, "copy"),
                            np.full(s.shape, "none"), scalar)
     nodes = _domains_used(system, n)
     bw_intra = fabric_bandwidth(system, transport).bytes_per_s
