@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -136,3 +138,21 @@ def test_fit_one_process_per_gpu(tmp_path):
     rc3, _ = _run("fit", str(src), "--system", "h200-x2-measured", "-o",
                   str(tmp_path / "bad.yaml"), "--gpus-per-process", "0")
     assert rc3 == 2
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_fit_output_has_the_mode_open_would_give(tmp_path, umask):
+    """``gpulab fit`` writes through mkstemp (0600); the YAML must get 0666 less
+    the umask, as any file the user writes, and keep an existing file's mode."""
+    out = tmp_path / "fitted.yaml"
+    old = os.umask(umask)
+    try:
+        rc, _ = _run("fit", str(MEDIAN), "--system", "h200-x2-measured", "-o", str(out))
+        assert rc == 0
+        assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+        out.chmod(0o640)
+        rc, _ = _run("fit", str(MEDIAN), "--system", "h200-x2-measured", "-o", str(out))
+        assert rc == 0 and stat.S_IMODE(out.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)
+    assert [p.name for p in tmp_path.iterdir()] == ["fitted.yaml"]    # no temp left
