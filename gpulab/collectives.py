@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import links, pcie, specs, systems
-from ._validate import as_number, check_choice, check_int
+from ._validate import as_number, check_choice, check_int, finite_answer
 from .links import per_direction_rate
 
 __all__ = ["ring_allreduce_time", "algbw", "busbw", "busbw_factor", "BUSBW_OPS",
@@ -40,6 +40,7 @@ BUSBW_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"
              "alltoall", "sendrecv")
 
 
+@finite_answer
 def ring_allreduce_time(message_bytes, n_ranks, bandwidth, latency=0.0):
     r"""Compute the ring AllReduce time.
 
@@ -84,6 +85,7 @@ def ring_allreduce_time(message_bytes, n_ranks, bandwidth, latency=0.0):
     return steps * a + steps / n * s / b
 
 
+@finite_answer
 def algbw(message_bytes, time):
     """nccl-tests' algorithm bandwidth ``S / t``. [B/s]"""
     s = as_number("message_bytes", message_bytes, low=0)
@@ -106,6 +108,7 @@ def busbw_factor(op, n_ranks):
     return 1.0
 
 
+@finite_answer
 def busbw(message_bytes, time, op, n_ranks):
     """nccl-tests' bus bandwidth: ``algbw * busbw_factor(op, n)``. [B/s, per direction]"""
     return algbw(message_bytes, time) * busbw_factor(op, n_ranks)
@@ -437,6 +440,7 @@ def _single_time(collective, s, n, system, transport, algorithm, protocol, bw_in
     return np.maximum(host, gpu + wire / b + fill)
 
 
+@finite_answer
 def local_copy_time(message_bytes, system):
     """Time of the one-rank "collective": a copy inside the GPU's memory. [s]
 
@@ -464,6 +468,7 @@ def local_copy_time(message_bytes, system):
     return 2.0 * s / system.gpu_spec.memory_bandwidth
 
 
+@finite_answer
 def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2p",
                     algorithm="auto", protocol="auto", nvls=True, gpus_per_process=None):
     r"""Predict the time of one collective call, as nccl-tests would measure it.
@@ -559,6 +564,7 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
                    gpus_per_process=gpus_per_process).time_scalar
 
 
+@finite_answer
 def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
             algorithm="auto", protocol="auto", nvls=True, gpus_per_process=None):
     """Predict time, algbw and busbw over sizes; see :func:`collective_time`.
@@ -576,7 +582,7 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
     if not isinstance(nvls, (bool, np.bool_)):
         raise ValueError(f"nvls must be True or False; got {nvls!r}")
     s = np.atleast_1d(as_number("message_bytes", message_bytes, low=0,
-                                low_inclusive=False)).astype(float)
+                                low_inclusive=False, max_ndim=1)).astype(float)
     scalar = np.ndim(message_bytes) == 0
     g = _gpus_per_process(gpus_per_process, n, system)
     if n == 1:
@@ -736,6 +742,7 @@ def _gpu_latency(system, transport, collective, n, algorithm, protocol):
         ring_steps(collective, n, algorithm) * proto["hop_latency_s"]
 
 
+@finite_answer
 def calibrate(collective, message_bytes, times, n_ranks, system, *, transport="p2p",
               fill=None, fill_bytes=None, gpus_per_process=None):
     r"""Derive a collective's launch cost and efficiency from a measured sweep.
