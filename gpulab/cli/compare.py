@@ -108,6 +108,7 @@ def _cmd_compare(args, out):
         import json
         doc = [{"file": str(path), "collective": coll, "n_ranks": n,
                 "system": system.name, "transport": transport,
+                "failed_checks": s.failed_checks(),
                 "rows": [{k: _json_num(v) for k, v in r.items()}
                          for r in calibration.compare_rows(s, pred)],
                 "summary": [{k: _json_num(v) for k, v in b.items()}

@@ -114,6 +114,9 @@ def test_failed_result_checks_warn_and_exit_1(fmt, capsys):
     assert "Out of bounds values : 4 FAILED" in err
     warned = [ln for ln in text.splitlines() if ln.startswith("# WARNING")]
     assert len(warned) == (5 if fmt == "table" else 0)
+    if fmt == "json":
+        (doc,) = json.loads(text)
+        assert doc["failed_checks"][-1] == "Out of bounds values : 4 FAILED"
     # a clean file: no warning, exit 0
     rc, _ = run(DATA / "v100_dgx2_old_format.txt", "--system", "hgx-h200-2node",
                 "--collective", "broadcast", "--format", fmt)
