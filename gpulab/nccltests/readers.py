@@ -144,9 +144,9 @@ def _parse_int(tok, what, lineno, line, source, low=0):
         raise NcclTestsParseError(f"{what} {tok!r} is not an integer", lineno, line,
                                   source)
     v = int(tok)
-    if v < low:
-        raise NcclTestsParseError(f"{what} {tok!r} must be >= {low}", lineno, line,
-                                  source)
+    if v < low or v >= 2**63:           # nccl-tests prints int64 (size_t) counts
+        raise NcclTestsParseError(f"{what} {tok[:40]!r} must be an integer in "
+                                  f"[{low}, 2**63)", lineno, line, source)
     return v
 
 
@@ -471,9 +471,11 @@ def _json_num(value, what, source, allow_none=True):
 def _json_int(value, what, source, low=0):
     if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise NcclTestsParseError(f"{what} must be an integer >= {low}; got "
-                                  f"{value!r}", None, None, source)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low \
+            or value >= 2**63:
+        shown = repr(value) if len(repr(value)) < 60 else repr(value)[:40] + "..."
+        raise NcclTestsParseError(f"{what} must be an integer in [{low}, 2**63); got "
+                                  f"{shown}", None, None, source)
     return value
 
 

@@ -6,6 +6,7 @@ raises NcclTestsParseError naming the line; fuzzing never raises anything else.
 """
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -392,3 +393,16 @@ def test_failed_result_checks_are_kept_and_rendered():
     ok = nt.parse(_ranked([0, 1], "# Out of bounds values : 0 OK"),
                   collective="all_reduce")
     assert ok.failed_checks() == [] and "0 OK" in nt.render(ok)
+
+
+def test_huge_integers_are_parse_errors_not_overflow():
+    """A size beyond int64 (nccl-tests prints size_t) is a parse error naming the
+    line, in the text and the JSON reader (it was an OverflowError)."""
+    text = ("#  size count type time algbw busbw #wrong\n 1" + "0" * 400 +
+            " 16 float 10.0 0.01 0.01 0\n")
+    with pytest.raises(nt.NcclTestsParseError, match=r"line 2: size .* 2\*\*63"):
+        nt.parse(text, collective="broadcast")
+    doc = json.loads((DATA / "json_report_v2_constructed.json").read_text())
+    doc["results"][0]["size"] = 10**400
+    with pytest.raises(nt.NcclTestsParseError, match=r"results\[0\]\.size"):
+        nt.parse_json(json.dumps(doc))
