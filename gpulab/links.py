@@ -98,7 +98,7 @@ def link_bandwidth(symbol_rate, bits_per_symbol, lanes_per_direction,
     lanes = check_int("lanes_per_direction", lanes_per_direction, low=1, high=64)
     eta = as_number("coding_efficiency", coding_efficiency, low=0, high=1,
                     low_inclusive=False, allow_array=False)
-    rate = finite_result(float(raw * lanes * eta * units.BIT), symbol_rate=symbol_rate,
+    rate = finite_result(float(raw * units.BIT * lanes * eta), symbol_rate=symbol_rate,
                          bits_per_symbol=bits_per_symbol, lanes_per_direction=lanes)
     return units.Bandwidth(rate, units.PER_DIRECTION)
 
@@ -120,7 +120,9 @@ def gpu_bandwidth(link, n_links):
     """
     if not isinstance(link, units.Bandwidth):
         raise ValueError(f"link must be a gpulab.units.Bandwidth; got {link!r}")
-    return link * check_int("n_links", n_links, low=1, high=1024)
+    n = check_int("n_links", n_links, low=1, high=1024)
+    total = finite_result(link.bytes_per_s * n, link=link.bytes_per_s, n_links=n)
+    return units.Bandwidth(total, link.direction)
 
 
 def nvlink_link_bandwidth(generation, *, raw=False):

@@ -173,9 +173,9 @@ class Bandwidth:
     def __mul__(self, k):
         if isinstance(k, Bandwidth):
             raise ValueError("cannot multiply two bandwidths")
-        return Bandwidth(self.bytes_per_s * as_number("factor", k, low=0,
-                                                      allow_array=False),
-                         self.direction)
+        k = as_number("factor", k, low=0, allow_array=False)
+        return Bandwidth(finite_result(self.bytes_per_s * k, factor=k,
+                                       bandwidth=self.bytes_per_s), self.direction)
 
     __rmul__ = __mul__
 

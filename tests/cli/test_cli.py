@@ -150,6 +150,13 @@ def test_link_custom_serdes():
      "--coding (coding_efficiency) must be"),
     (["link", "--generation", "4", "--links", "0"], "--links (n_links) must be"),
     (["link", "--generation", "4", "--format", "yaml"], "argument --format"),
+    # huge but finite inputs: a usage error naming the flag, never inf or a traceback
+    (["link", "--baud", "1e308", "--bits", "2", "--lanes", "2"],
+     "--baud (symbol_rate): 1e+308 GBd is beyond a float's range"),
+    (["link", "--baud", "1e297", "--bits", "8", "--lanes", "64", "--links", "1024"],
+     "n_links: too large"),
+    (["link", "--baud", "1e297", "--bits", "8", "--lanes", "64", "--links", "2"],
+     "--links (n_links): the GPU's bidirectional total"),
 ])
 def test_link_bad_arguments(capsys, argv, needle):
     err = run_error(capsys, *argv)
