@@ -70,9 +70,7 @@ def fit_sweeps(sweeps, system, transport="p2p", n_ranks=None, gpus_per_process=N
     system = systems.resolve(system)
     by_coll = {}
     for coll, sw in sweeps:
-        n = n_ranks or sw.n_ranks
-        if n is None:
-            raise ValueError(f"n_ranks: {sw.source} does not say how many ranks ran")
+        n = sw.resolve_ranks(n_ranks)
         keep = (sw.size_bytes > 0) & np.isfinite(sw.time_s)
         g = gpus_per_process
         if g is None and str(sw.config.get("nGpus", "")).isdigit():

@@ -28,18 +28,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import links, pcie, specs, systems
-from ._validate import as_number, check_choice, check_int
+from ._validate import as_number, check_choice, check_int, finite_answer
 from .links import per_direction_rate
 
 __all__ = ["ring_allreduce_time", "algbw", "busbw", "busbw_factor", "BUSBW_OPS",
            "COLLECTIVES", "ALGORITHMS", "PROTOCOLS", "TRANSPORTS", "Prediction",
            "model_constant", "fabric_bandwidth", "wire_factor", "ring_steps",
-           "collective_time", "predict", "calibrate"]
+           "collective_time", "predict", "calibrate", "local_copy_time"]
 
 BUSBW_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
              "alltoall", "sendrecv")
 
 
+@finite_answer
 def ring_allreduce_time(message_bytes, n_ranks, bandwidth, latency=0.0):
     r"""Compute the ring AllReduce time.
 
@@ -84,6 +85,7 @@ def ring_allreduce_time(message_bytes, n_ranks, bandwidth, latency=0.0):
     return steps * a + steps / n * s / b
 
 
+@finite_answer
 def algbw(message_bytes, time):
     """nccl-tests' algorithm bandwidth ``S / t``. [B/s]"""
     s = as_number("message_bytes", message_bytes, low=0)
@@ -106,6 +108,7 @@ def busbw_factor(op, n_ranks):
     return 1.0
 
 
+@finite_answer
 def busbw(message_bytes, time, op, n_ranks):
     """nccl-tests' bus bandwidth: ``algbw * busbw_factor(op, n)``. [B/s, per direction]"""
     return algbw(message_bytes, time) * busbw_factor(op, n_ranks)
@@ -437,6 +440,35 @@ def _single_time(collective, s, n, system, transport, algorithm, protocol, bw_in
     return np.maximum(host, gpu + wire / b + fill)
 
 
+@finite_answer
+def local_copy_time(message_bytes, system):
+    """Time of the one-rank "collective": a copy inside the GPU's memory. [s]
+
+    With one rank NCCL has no peer: every collective (and nccl-tests' sendrecv
+    to itself) copies the send buffer into the receive buffer (out of place; in
+    place it copies nothing). The copy reads and writes ``message_bytes``, so it
+    moves twice that through HBM, at the GPU's spec memory bandwidth
+    (:attr:`gpulab.specs.GPUSpec.memory_bandwidth`, reads and writes together):
+    ``2 S / B_HBM``. A lower bound: our 1x H200 device-to-device copies of 64 MiB
+    to 1 GiB reach 81-89 % of it (``h200-x1-2026-12-01-copies``), so the
+    model is 11-19 % short there.
+    :func:`predict` takes the larger of this and the host's time per call.
+
+    Parameters
+    ----------
+    message_bytes : numeric or array_like
+        nccl-tests' ``size``. [B]
+    system : systems.System or str
+
+    >>> round(local_copy_time(2**30, "hgx-h200") * 1e6, 1)    # H200: 4.8 TB/s
+    447.4
+    """
+    system = systems.resolve(system)
+    s = as_number("message_bytes", message_bytes, low=0)
+    return 2.0 * s / system.gpu_spec.memory_bandwidth
+
+
+@finite_answer
 def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2p",
                     algorithm="auto", protocol="auto", nvls=True, gpus_per_process=None):
     r"""Predict the time of one collective call, as nccl-tests would measure it.
@@ -450,7 +482,8 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
         reduce_scatter: the input; alltoall: each rank's buffer; sendrecv: what
         each rank sends). [B]
     n_ranks : int
-        Ranks (one per GPU), at most the system's GPUs.
+        Ranks (one per GPU), at most the system's GPUs. One rank is a copy
+        inside the GPU (:func:`local_copy_time`), labelled algorithm ``copy``.
     system : systems.System or str
         Preset name, YAML path or System.
     transport : {"p2p", "shm"}
@@ -531,6 +564,7 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
                    gpus_per_process=gpus_per_process).time_scalar
 
 
+@finite_answer
 def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
             algorithm="auto", protocol="auto", nvls=True, gpus_per_process=None):
     """Predict time, algbw and busbw over sizes; see :func:`collective_time`.
@@ -548,13 +582,14 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
     if not isinstance(nvls, (bool, np.bool_)):
         raise ValueError(f"nvls must be True or False; got {nvls!r}")
     s = np.atleast_1d(as_number("message_bytes", message_bytes, low=0,
-                                low_inclusive=False)).astype(float)
+                                low_inclusive=False, max_ndim=1)).astype(float)
     scalar = np.ndim(message_bytes) == 0
     g = _gpus_per_process(gpus_per_process, n, system)
     if n == 1:
-        t = np.full_like(s, _const(
-            system, f"transports/{transport}/collectives/{collective}/launch_s"))
-        return _prediction(collective, n, s, t, np.full(s.shape, "none"),
+        host = _const(system, f"transports/{transport}/collectives/{collective}/"
+                              "launch_s")
+        t = np.maximum(host, local_copy_time(s, system))
+        return _prediction(collective, n, s, t, np.full(s.shape, "copy"),
                            np.full(s.shape, "none"), scalar)
     nodes = _domains_used(system, n)
     bw_intra = fabric_bandwidth(system, transport).bytes_per_s
@@ -707,6 +742,7 @@ def _gpu_latency(system, transport, collective, n, algorithm, protocol):
         ring_steps(collective, n, algorithm) * proto["hop_latency_s"]
 
 
+@finite_answer
 def calibrate(collective, message_bytes, times, n_ranks, system, *, transport="p2p",
               fill=None, fill_bytes=None, gpus_per_process=None):
     r"""Derive a collective's launch cost and efficiency from a measured sweep.

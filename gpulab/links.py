@@ -25,7 +25,7 @@ Examples
 from __future__ import annotations
 
 from . import specs, units
-from ._validate import as_number, check_choice, check_int
+from ._validate import as_number, check_choice, check_int, finite_answer, finite_result
 
 __all__ = [
     "lane_rate", "link_bandwidth", "gpu_bandwidth",
@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 
+@finite_answer
 def lane_rate(symbol_rate, bits_per_symbol):
     """Compute the raw bit rate of one lane.
 
@@ -59,6 +60,7 @@ def lane_rate(symbol_rate, bits_per_symbol):
     return symbol_rate * bits_per_symbol
 
 
+@finite_answer
 def link_bandwidth(symbol_rate, bits_per_symbol, lanes_per_direction,
                    coding_efficiency=1.0):
     r"""Compute the per-direction data bandwidth of one link.
@@ -96,7 +98,9 @@ def link_bandwidth(symbol_rate, bits_per_symbol, lanes_per_direction,
     lanes = check_int("lanes_per_direction", lanes_per_direction, low=1, high=64)
     eta = as_number("coding_efficiency", coding_efficiency, low=0, high=1,
                     low_inclusive=False, allow_array=False)
-    return units.Bandwidth(float(raw * lanes * eta * units.BIT), units.PER_DIRECTION)
+    rate = finite_result(float(raw * units.BIT * lanes * eta), symbol_rate=symbol_rate,
+                         bits_per_symbol=bits_per_symbol, lanes_per_direction=lanes)
+    return units.Bandwidth(rate, units.PER_DIRECTION)
 
 
 def gpu_bandwidth(link, n_links):
@@ -116,7 +120,9 @@ def gpu_bandwidth(link, n_links):
     """
     if not isinstance(link, units.Bandwidth):
         raise ValueError(f"link must be a gpulab.units.Bandwidth; got {link!r}")
-    return link * check_int("n_links", n_links, low=1, high=1024)
+    n = check_int("n_links", n_links, low=1, high=1024)
+    total = finite_result(link.bytes_per_s * n, link=link.bytes_per_s, n_links=n)
+    return units.Bandwidth(total, link.direction)
 
 
 def nvlink_link_bandwidth(generation, *, raw=False):
@@ -186,6 +192,7 @@ def per_direction_rate(bandwidth):
     return as_number("bandwidth", rate, low=0, low_inclusive=False)
 
 
+@finite_answer
 def transfer_time(message_bytes, latency, bandwidth):
     r"""Compute the alpha-beta time to move ``message_bytes`` one way.
 
@@ -220,6 +227,7 @@ def transfer_time(message_bytes, latency, bandwidth):
     return a + s / b
 
 
+@finite_answer
 def effective_bandwidth(message_bytes, latency, bandwidth):
     """Achieved rate ``S / t(S)`` of the alpha-beta model. [B/s, per direction]
 
@@ -233,6 +241,7 @@ def effective_bandwidth(message_bytes, latency, bandwidth):
     return s / transfer_time(s, latency, bandwidth)
 
 
+@finite_answer
 def half_bandwidth_size(latency, bandwidth):
     """Message size at which the alpha-beta model reaches half the bandwidth. [B]
 
@@ -246,6 +255,7 @@ def half_bandwidth_size(latency, bandwidth):
     return a * per_direction_rate(bandwidth)
 
 
+@finite_answer
 def fit_alpha_beta(message_bytes, times, *, weighting="relative"):
     r"""Fit the alpha-beta model ``t = alpha + S / B`` to measured transfer times.
 
@@ -287,8 +297,14 @@ def fit_alpha_beta(message_bytes, times, *, weighting="relative"):
     check_choice("weighting", weighting, ("relative", "absolute"))
     w = 1.0 / t if weighting == "relative" else np.ones_like(t)
     design = np.column_stack([np.ones_like(s), s]) * w[:, None]
-    (alpha, inv_b), *_ = np.linalg.lstsq(design, t * w, rcond=None)
+    try:
+        if not (np.isfinite(design).all() and np.isfinite(t * w).all()):
+            raise np.linalg.LinAlgError
+        (alpha, inv_b), *_ = np.linalg.lstsq(design, t * w, rcond=None)
+    except np.linalg.LinAlgError:
+        raise ValueError("message_bytes, times: out of the range a least-squares fit "
+                         "can handle (the weighted sizes overflow a float)") from None
     if inv_b <= 0:
         raise ValueError("times do not grow with message_bytes; cannot fit a bandwidth")
-    return max(float(alpha), 0.0), units.Bandwidth(1.0 / float(inv_b),
-                                                   units.PER_DIRECTION)
+    rate = finite_result(1.0 / float(inv_b), message_bytes=message_bytes, times=times)
+    return max(float(alpha), 0.0), units.Bandwidth(rate, units.PER_DIRECTION)

@@ -28,9 +28,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import specs, units
+from ._validate import check_int
 
 __all__ = ["CopyRun", "copy_bandwidth", "CopyLatencyRun", "copy_latency_run",
            "COPY_LATENCY_RUN", "raw_capture", "parse_nvlink_status",
+           "check_nvlink_status", "NVLinkStatus",
            "NVLinkStatusParseError", "PooledSweep", "FIT_RUNS", "HOLDOUT_RUNS", "PROCS_RUNS",
            "CHECK_RUNS",
            "collective_run", "pool_runs", "parse_nccl_choices"]
@@ -208,9 +210,15 @@ def parse_nvlink_status(text):
     NVLinkStatusParseError
         Naming the first line that is neither a GPU header nor a link line.
     """
+    return _parse_nvlink(text)[0]
+
+
+def _parse_nvlink(text):
+    """``({gpu: rates}, {gpu: name})`` of ``nvidia-smi nvlink --status`` output."""
     if not isinstance(text, str):
         raise NVLinkStatusParseError(f"text must be a str; got {type(text).__name__}")
     out: dict[int, list[float]] = {}
+    names: dict[int, str] = {}
     current = None
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -218,7 +226,11 @@ def parse_nvlink_status(text):
         m = _GPU_RE.match(line.strip())
         if m:
             current = int(m.group(1))
+            if current in out:
+                raise NVLinkStatusParseError(
+                    f"line {lineno}: GPU {current} listed twice: {line!r}")
             out[current] = []
+            names[current] = re.sub(r"\s*\(UUID:.*$", "", m.group(2)).strip()
             continue
         m = _LINK_RE.match(line)
         if m and current is not None:
@@ -232,7 +244,104 @@ def parse_nvlink_status(text):
             f"line {lineno}: not a GPU header or link line: {line!r}")
     if not out:
         raise NVLinkStatusParseError("line 1: no 'GPU n:' header found")
-    return out
+    return out, names
+
+
+@dataclass(frozen=True)
+class NVLinkStatus:
+    """What :func:`check_nvlink_status` read and what is missing.
+
+    Attributes
+    ----------
+    gpus : list of dict
+        Per GPU in the capture's order: ``gpu`` (index), ``name`` (as printed),
+        ``links_listed``, ``links_active``, ``links_expected`` (the spec's links
+        per GPU, None when the name is not a known SXM GPU), ``per_link`` and
+        ``sum_per_direction`` (active links' rates [B/s, per direction]).
+    problems : list of str
+        One sentence per problem: a GPU with fewer links than its generation
+        has, fewer than another GPU of the capture, inactive links, a capture
+        that ends inside a GPU's list, GPU indices missing. Empty when the
+        capture shows every link up.
+    """
+
+    gpus: list
+    problems: list
+
+
+def _expected_links(name):
+    """Links per GPU of the spec GPU named in an nvidia-smi name, or None (unknown
+    name; PCIe cards, whose NVLink bridges vary)."""
+    if "pcie" in name.lower():
+        return None, None
+    for known in specs.gpu_names():
+        if re.search(rf"(?<![A-Za-z0-9]){re.escape(known)}(?![0-9])", name):
+            return known, specs.gpu(known).nvlink_links
+    return None, None
+
+
+def check_nvlink_status(text, *, n_gpus=None):
+    """Read ``nvidia-smi nvlink --status`` output and say what is missing.
+
+    Parameters
+    ----------
+    text : str
+        The command's output.
+    n_gpus : int, optional
+        GPUs the machine has; indices 0..n_gpus-1 absent from the capture are
+        reported. Without it only gaps in the indices are.
+
+    Returns
+    -------
+    NVLinkStatus
+
+    Each GPU's links are compared with the links per GPU of its generation
+    (:func:`gpulab.specs.gpu`, when the name shows a known SXM GPU) and with the
+    other GPUs of the capture; a last GPU with fewer links than expected (or than
+    the others) means the capture ends inside its list.
+
+    Examples
+    --------
+    >>> cut = "GPU 0: NVIDIA H200 (UUID: x)\\n Link 0: 26.562 GB/s\\n Link 1: 26.562 GB/s\\n"
+    >>> for p in check_nvlink_status(cut, n_gpus=2).problems:
+    ...     print(p)
+    GPU 0 (NVIDIA H200): 2 of 18 links listed (H200: 18 NVLink links per GPU)
+    the capture ends inside GPU 0's link list (2 links listed, 18 expected): cut off?
+    GPU 1 missing (n_gpus = 2)
+    """
+    rates, names = _parse_nvlink(text)
+    if n_gpus is not None:
+        n_gpus = check_int("n_gpus", n_gpus, low=1, high=1024)
+    gpus, problems = [], []
+    most = max(len(r) for r in rates.values())
+    for gpu, r in rates.items():
+        known, expected = _expected_links(names[gpu])
+        active = [x for x in r if x > 0]
+        gpus.append({"gpu": gpu, "name": names[gpu], "links_listed": len(r),
+                     "links_active": len(active), "links_expected": expected,
+                     "per_link": active[0] if active else None,
+                     "sum_per_direction": float(sum(active))})
+        label = f"GPU {gpu} ({names[gpu]})"
+        if expected is not None and len(r) < expected:
+            problems.append(f"{label}: {len(r)} of {expected} links listed ({known}: "
+                            f"{expected} NVLink links per GPU)")
+        elif len(r) < most:
+            problems.append(f"{label}: {len(r)} links listed, fewer than the {most} "
+                            "of another GPU in the capture")
+        if len(active) < len(r):
+            problems.append(f"{label}: {len(r) - len(active)} of {len(r)} links "
+                            "inactive")
+    last = list(rates)[-1]
+    want = max(most, gpus[-1]["links_expected"] or 0)
+    if len(rates[last]) < want:
+        problems.append(f"the capture ends inside GPU {last}'s link list "
+                        f"({len(rates[last])} links listed, {want} expected): cut off?")
+    top = max(rates) + 1 if n_gpus is None else max(n_gpus, max(rates) + 1)
+    missing = [g for g in range(top) if g not in rates]
+    if missing:
+        why = f"n_gpus = {n_gpus}" if n_gpus is not None else "indices skip them"
+        problems.append(f"GPU {', '.join(map(str, missing))} missing ({why})")
+    return NVLinkStatus(gpus, problems)
 
 
 #: Our C++ NCCL sweeps on 2x H200 (measure/nccl_sweep.cu, nccl-tests' method),

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 
 from . import collectives, links, specs, units
-from ._validate import as_number, check_choice, check_int
+from ._validate import as_number, check_choice, check_int, finite_answer, finite_message, finite_result
 
 __all__ = [
     "METRICS", "assumption", "assumption_info", "growth", "growth_table", "scaling_efficiency",
@@ -129,6 +129,7 @@ def growth_table(gpus=None, baseline="V100"):
     return [{"gpu": n, **{m: growth(baseline, n, m) for m in metrics}} for n in names]
 
 
+@finite_answer
 def scaling_efficiency(compute_time, comm_time, overlap=0.0):
     r"""Fraction of ideal speed-up kept when communication is partly exposed.
 
@@ -159,6 +160,7 @@ def scaling_efficiency(compute_time, comm_time, overlap=0.0):
     return tc / (tc + (1.0 - o) * tm)
 
 
+@finite_answer
 def effective_gpus(n_gpus, compute_time, comm_time, overlap=0.0):
     """GPUs' worth of useful work: ``n_gpus * scaling_efficiency(...)``.
 
@@ -169,6 +171,7 @@ def effective_gpus(n_gpus, compute_time, comm_time, overlap=0.0):
     return n * scaling_efficiency(compute_time, comm_time, overlap)
 
 
+@finite_answer
 def exposed_comm_share(compute_time, comm_time, overlap=0.0):
     """Share of the step spent in exposed communication (``1 - efficiency``)."""
     return 1.0 - scaling_efficiency(compute_time, comm_time, overlap)
@@ -199,6 +202,7 @@ def _effective_nvlink(gpu, link_efficiency):
     return links.nvlink_gpu_bandwidth(g.nvlink_generation, g.nvlink_links) * eff
 
 
+@finite_answer
 def data_parallel_step(gpu="H100", n_gpus=8, params=7e9, tokens_per_gpu=16384,
                        *, mfu=None, overlap=0.0, latency=None, link_efficiency=None,
                        bandwidth=None):
@@ -264,9 +268,15 @@ def data_parallel_step(gpu="H100", n_gpus=8, params=7e9, tokens_per_gpu=16384,
             raise ValueError("bandwidth must be a gpulab.units.Bandwidth; "
                              f"got {bandwidth!r}")
         bw = bandwidth
-    tc = 6.0 * p * d / (g.fp16_dense_flops * m)
-    grad_bytes = p * assumption("gradient_bytes_per_param")
-    tm = float(collectives.ring_allreduce_time(grad_bytes, n, bw, a))
+    tc = finite_result(6.0 * p * d / (g.fp16_dense_flops * m), params=p,
+                       tokens_per_gpu=d, mfu=m)
+    grad_bytes = finite_result(p * assumption("gradient_bytes_per_param"), params=p)
+    try:
+        tm = float(collectives.ring_allreduce_time(grad_bytes, n, bw, a))
+    except ValueError as exc:          # overflow of the ring time: name our inputs
+        if "overflows" not in str(exc):
+            raise
+        raise ValueError(finite_message(params=p, n_gpus=n, latency=a)) from None
     exposed = (1.0 - o) * tm
     eff = scaling_efficiency(tc, tm, o)
     return DPStep(gpu=gpu, n_gpus=n, params=p, tokens_per_gpu=d, compute_time=tc,
@@ -274,6 +284,7 @@ def data_parallel_step(gpu="H100", n_gpus=8, params=7e9, tokens_per_gpu=16384,
                   efficiency=eff, effective_gpus=n * eff, bandwidth=bw)
 
 
+@finite_answer
 def breakeven_tokens_per_gpu(gpu, n_gpus=8, *, mfu=None, link_efficiency=None):
     r"""Tokens per GPU per step at which gradient AllReduce time equals compute time.
 

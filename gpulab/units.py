@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._validate import as_number, check_choice, check_int
+from ._validate import as_number, check_choice, check_int, finite_answer, finite_result
 
 __all__ = [
     "B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "BIT", "Gbit",
@@ -109,12 +109,14 @@ class Bandwidth:
 
     # construction -------------------------------------------------------------
     @classmethod
+    @finite_answer
     def from_gb_per_s(cls, gb_per_s, direction):
         """Build from a figure in GB/s (GB = 1e9 bytes)."""
-        return cls(as_number("gb_per_s", gb_per_s, low=0, allow_array=False) * GB,
-                   direction)
+        gb_per_s = as_number("gb_per_s", gb_per_s, low=0, allow_array=False)
+        return cls(finite_result(gb_per_s * GB, gb_per_s=gb_per_s), direction)
 
     @classmethod
+    @finite_answer
     def from_gbit_per_s(cls, gbit_per_s, direction):
         """Build from a figure in Gb/s (gigabits per second)."""
         return cls(gbit_per_s_to_bytes_per_s(
@@ -171,9 +173,9 @@ class Bandwidth:
     def __mul__(self, k):
         if isinstance(k, Bandwidth):
             raise ValueError("cannot multiply two bandwidths")
-        return Bandwidth(self.bytes_per_s * as_number("factor", k, low=0,
-                                                      allow_array=False),
-                         self.direction)
+        k = as_number("factor", k, low=0, allow_array=False)
+        return Bandwidth(finite_result(self.bytes_per_s * k, factor=k,
+                                       bandwidth=self.bytes_per_s), self.direction)
 
     __rmul__ = __mul__
 
@@ -218,6 +220,7 @@ class Bandwidth:
 
 
 # --- conversions ---------------------------------------------------------------------
+@finite_answer
 def gbit_per_s_to_bytes_per_s(gbit_per_s):
     """Convert gigabits per second to bytes per second.
 
@@ -239,6 +242,7 @@ def gbit_per_s_to_bytes_per_s(gbit_per_s):
     return as_number("gbit_per_s", gbit_per_s, low=0) * Gbit
 
 
+@finite_answer
 def bytes_per_s_to_gbit_per_s(bytes_per_s):
     """Convert bytes per second to gigabits per second.
 
@@ -248,21 +252,25 @@ def bytes_per_s_to_gbit_per_s(bytes_per_s):
     return as_number("bytes_per_s", bytes_per_s, low=0) / Gbit
 
 
+@finite_answer
 def to_gb(n_bytes):
     """Express a byte count in GB (1e9 bytes). ``to_gb(GiB)`` is 1.073741824."""
     return as_number("n_bytes", n_bytes, low=0) / GB
 
 
+@finite_answer
 def to_gib(n_bytes):
     """Express a byte count in GiB (2**30 bytes). ``to_gib(80 * GB)`` is 74.5..."""
     return as_number("n_bytes", n_bytes, low=0) / GiB
 
 
+@finite_answer
 def from_gb(gb):
     """Bytes in ``gb`` decimal gigabytes."""
     return as_number("gb", gb, low=0) * GB
 
 
+@finite_answer
 def from_gib(gib):
     """Bytes in ``gib`` binary gibibytes."""
     return as_number("gib", gib, low=0) * GiB

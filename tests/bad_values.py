@@ -26,6 +26,14 @@ FRACTION_OPEN = POS + [1.0001, 2]                            # (0, 1]
 FRACTION_CLOSED = NONNEG + [1.0001, 2]                       # [0, 1]
 
 
+# Valid-looking numbers whose result can overflow a float, and a 2-D array.
+# test_bad_input.py tries them on every numeric parameter of every row: the
+# function must raise ValueError naming the parameter or return a finite answer
+# (never inf/nan, OverflowError or IndexError).
+HUGE = [10**400, 1e308, -1e308, 1.7e308]
+ARRAY_2D = "2-D"          # marker: the row's valid value, stacked twice (2-D)
+
+
 def INT(low, high=None):
     """Bad values of an integer parameter with range [low, high]."""
     vals = [low - 1, 2.5, "8", None, ["a"], True, NAN, INF, -INF]

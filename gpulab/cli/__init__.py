@@ -64,8 +64,10 @@ def main(argv=None, out=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help(out)
-        return 0
+        # no command is a usage error: the help on stderr, exit status 2
+        parser.print_help(sys.stderr)
+        sys.stderr.write("gpulab: error: a command is required\n")
+        return 2
     try:
         return args.func(args, out)
     except ValueError as exc:

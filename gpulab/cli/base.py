@@ -61,6 +61,23 @@ def read_sweeps(parser, path):
         parser.error(f"argument FILE: {exc}")
 
 
+def read_text_file(path, expected):
+    """The UTF-8 text of ``path``; a ValueError naming the file (and the line of
+    the first byte that is not UTF-8) for a missing, unreadable or binary file.
+    ``expected`` says what the file should hold."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise ValueError(f"file: cannot read {path!r}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise ValueError(f"file: {path}: line {line}: not UTF-8 text (binary data?); "
+                         f"expected {expected}") from None
+
+
 def positive_int(text):
     try:
         value = int(text)

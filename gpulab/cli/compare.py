@@ -10,6 +10,14 @@ rounded), then the mean and worst error of the time per size band (8 B-32 KiB,
 64-512 KiB, 1-8 MiB, 16 MiB and up). ``--plot FILE.png`` draws measured vs
 predicted busbw. Times in us, busbw in GB/s (1e9 B/s) per direction.
 
+The rank count comes from the file's ``#  Rank`` lines (one per rank, numbered
+from 0; under MPI rank 0 prints every rank's line). A header that misses some
+ranks (an excerpt) does not say the count: give ``--ranks``. A ``--ranks`` that
+disagrees with the file is refused. When nccl-tests' result check failed (a
+``#wrong`` above 0 or ``Out of bounds values : N FAILED``) the comparison is
+still printed, with a warning line per failed check (also on stderr), and the
+exit status is 1.
+
 Examples::
 
     gpulab compare nccl_default.txt --system h200-x2-measured
@@ -20,12 +28,19 @@ Examples::
 from __future__ import annotations
 
 import math
+import sys
 
 
 from .. import calibration, collectives, nccltests, systems, units
 from .base import emit, nvls_enabled, positive_int, read_sweeps
 
 __all__ = ["register"]
+
+#: Exit status when a file's nccl-tests result checks failed (``#wrong`` > 0 or
+#: ``Out of bounds values : N FAILED``): the comparison is printed, with a
+#: warning per failed check (in the table and on stderr), and the exit status
+#: says the measurement is not valid.
+_FAILED_CHECKS = 1
 
 def _fmt_num(x, digits):
     return "N/A" if x is None or (isinstance(x, float) and math.isnan(x)) \
@@ -63,10 +78,11 @@ def _cmd_compare(args, out):
             if coll not in collectives.COLLECTIVES:
                 parser.error(f"argument --collective: the model covers "
                              f"{', '.join(collectives.COLLECTIVES)}, not {coll}")
-            n = args.ranks or s.n_ranks
-            if n is None:
-                parser.error(f"argument --ranks: {path} does not say how many ranks "
-                             "ran; give --ranks")
+            try:
+                n = s.resolve_ranks(args.ranks)
+            except ValueError as exc:
+                parser.error("argument --ranks: " + str(exc).removeprefix(
+                    "n_ranks: ").replace("give the rank count", "give --ranks"))
             if n > system.n_gpus:
                 parser.error(f"argument --ranks: {n} ranks but system {system.name} "
                              f"has {system.n_gpus} GPUs")
@@ -80,12 +96,19 @@ def _cmd_compare(args, out):
             except ValueError as exc:
                 parser.error(str(exc))
             jobs.append((path, s, coll, n, pred))
+    failed = [f"{path}: {s.collective or coll}: nccl-tests result check failed: "
+              f"{check}" for path, s, coll, n, pred in jobs
+              for check in s.failed_checks()]
+    for line in failed:
+        sys.stderr.write(f"gpulab compare: warning: {line}\n")
+    status = _FAILED_CHECKS if failed else 0
     if args.plot:
         _plot(jobs, args.plot, parser)
     if args.format == "json":
         import json
         doc = [{"file": str(path), "collective": coll, "n_ranks": n,
                 "system": system.name, "transport": transport,
+                "failed_checks": s.failed_checks(),
                 "rows": [{k: _json_num(v) for k, v in r.items()}
                          for r in calibration.compare_rows(s, pred)],
                 "summary": [{k: _json_num(v) for k, v in b.items()}
@@ -93,7 +116,7 @@ def _cmd_compare(args, out):
                for path, s, coll, n, pred in jobs]
         json.dump(doc, out, indent=2)
         out.write("\n")
-        return 0
+        return status
     if args.format == "csv":
         rows = []
         for path, s, coll, n, pred in jobs:
@@ -101,7 +124,7 @@ def _cmd_compare(args, out):
                 rows.append({"file": str(path), "collective": coll, "n_ranks": n,
                              **_text_row(r)})
         emit(rows, "csv", out)
-        return 0
+        return status
     for k, (path, s, coll, n, pred) in enumerate(jobs):
         rows = calibration.compare_rows(s, pred)
         if k:
@@ -121,7 +144,10 @@ def _cmd_compare(args, out):
                       f"{b['worst_err_pct']:+6.1f}% at "
                       f"{units.fmt_bytes(b['worst_at_bytes'], binary=True)} "
                       f"({b['sizes']} sizes)\n")
-    return 0
+        for check in s.failed_checks():
+            out.write(f"# WARNING: nccl-tests result check failed: {check}; "
+                      "these times measure a run that returned wrong data\n")
+    return status
 
 
 def _json_num(v):

@@ -11,7 +11,9 @@ my-system.yaml``, ``gpulab compare ... --system my-system.yaml``.
 
 Each sweep needs sizes up to 4 KiB (latency) and from 64 MiB (bandwidth). A
 fit on 2 ranks keeps the preset's 8-rank efficiency (public runs) for larger
-rank counts; a fit on 8 or more ranks sets both.
+rank counts; a fit on 8 or more ranks sets both. The rank count is the files'
+(``--ranks`` must agree with it); a sweep whose nccl-tests result check failed
+(``#wrong`` above 0, ``Out of bounds values : N FAILED``) is refused.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import os
 
 from .. import calibration, collectives, systems
 from ..files import write_atomic
-from .base import emit, positive_int, read_sweeps
+from .base import emit, name_flag, positive_int, read_sweeps
 
 __all__ = ["register"]
 
@@ -48,6 +50,11 @@ def _cmd_fit(args, out):
             if coll not in collectives.COLLECTIVES:
                 parser.error(f"argument FILE: the model covers "
                              f"{', '.join(collectives.COLLECTIVES)}, not {coll}")
+            failed = s.failed_checks()
+            if failed:
+                parser.error(f"argument FILE: {path}: {coll}: nccl-tests result check "
+                             f"failed ({'; '.join(failed)}); a run that returned wrong "
+                             "data is no measurement to fit")
             pairs.append((coll, s))
     if not pairs:
         parser.error("argument FILE: no sweep to fit")
@@ -55,7 +62,8 @@ def _cmd_fit(args, out):
         fits = calibration.fit_sweeps(pairs, args.system, transport, args.ranks,
                           args.gpus_per_process)
     except ValueError as exc:
-        parser.error(str(exc))
+        parser.error(name_flag(str(exc), {"n_ranks": "argument --ranks"}).replace(
+            "give the rank count", "give --ranks"))
     name = args.name or os.path.splitext(os.path.basename(args.output))[0]
     text = calibration.system_yaml(args.system, name, fits, transport,
                        [os.path.basename(p) for p in args.files])

@@ -2,6 +2,8 @@
 bandwidth, per direction and bidirectional)."""
 from __future__ import annotations
 
+import math
+
 from .. import links, specs, units
 from .base import emit, name_flag
 
@@ -36,6 +38,9 @@ def _cmd_link(args, out):
             raise ValueError("give --generation, or all of --baud --bits --lanes "
                              f"(missing: {', '.join('--' + m for m in missing)})")
         baud, bits, lanes = args.baud * 1e9, args.bits, args.lanes
+        if math.isfinite(args.baud) and not math.isfinite(baud):
+            raise ValueError(f"--baud (symbol_rate): {args.baud:g} GBd is beyond a "
+                             "float's range in Bd; give a real symbol rate")
         coding = 1.0 if args.coding is None else args.coding
         n_links = 1 if args.links is None else args.links
     try:
@@ -43,6 +48,9 @@ def _cmd_link(args, out):
         gpu = links.gpu_bandwidth(link, n_links)
     except ValueError as exc:
         raise ValueError(name_flag(str(exc), _LINK_FLAGS)) from None
+    if not math.isfinite(2 * gpu.bytes_per_s):
+        raise ValueError(f"--links (n_links): the GPU's bidirectional total of "
+                         f"{n_links} links overflows a float; give fewer or slower links")
     rows = [{"quantity": "lane rate (raw)",
              "value": f"{links.lane_rate(baud, bits) / 1e9:g} Gb/s"},
             {"quantity": "link", "value": units.fmt_bandwidth(link)},

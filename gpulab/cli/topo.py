@@ -7,15 +7,11 @@ why, the transport NCCL would pick, and the bottleneck bandwidth per direction
 from __future__ import annotations
 
 from .. import topology, units
-from .base import emit
+from .base import emit, read_text_file
 
 
 def _cmd_topo(args, out):
-    try:
-        with open(args.file, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise ValueError(f"file: cannot read {args.file!r}: {exc.strerror}") from None
+    text = read_text_file(args.file, "`nvidia-smi topo -m` output")
     try:
         matrix = topology.read_topo_matrix(text)
         topo = matrix.to_topology(nvlink_generation=args.nvlink_generation,

@@ -144,9 +144,9 @@ def _parse_int(tok, what, lineno, line, source, low=0):
         raise NcclTestsParseError(f"{what} {tok!r} is not an integer", lineno, line,
                                   source)
     v = int(tok)
-    if v < low:
-        raise NcclTestsParseError(f"{what} {tok!r} must be >= {low}", lineno, line,
-                                  source)
+    if v < low or v >= 2**63:           # nccl-tests prints int64 (size_t) counts
+        raise NcclTestsParseError(f"{what} {tok[:40]!r} must be an integer in "
+                                  f"[{low}, 2**63)", lineno, line, source)
     return v
 
 
@@ -209,9 +209,9 @@ def _finish(table, source, out):
         arr = np.array([r[group][key] for r in rows], dtype=float)
         return arr / 1e6 if scale == units.US else arr * scale
 
-    n = meta["n_ranks"]
+    n, rank_note = meta["n_ranks"], None
     if n is None and meta["devices"]:
-        n = len({d.rank for d in meta["devices"]})
+        n, rank_note = _ranks_from_devices(meta["devices"])
     res = {k: np.array([r["oop"]["res_" + k] for r in rows])
            for k in ("time", "algbw", "busbw")}
     out.append(Sweep(
@@ -227,11 +227,26 @@ def _finish(table, source, out):
         time_s_inplace=col("ip", "time", units.US), algbw_inplace=col("ip", "algbw", units.GB),
         busbw_inplace=col("ip", "busbw", units.GB), wrong_inplace=col("ip", "wrong"),
         avg_busbw=None if table.avg is None else table.avg * units.GB,
-        out_of_bounds=table.oob, source=source, format="text",
+        out_of_bounds=table.oob, rank_note=rank_note, source=source, format="text",
         lineno=np.array([r["lineno"] for r in rows], dtype=np.int64),
         config=dict(meta["config"]),
         time_resolution={"time": res["time"] * units.US, "algbw": res["algbw"] * units.GB,
                      "busbw": res["busbw"] * units.GB}))
+
+
+def _ranks_from_devices(devices):
+    """``(n_ranks, note)`` from the ``#  Rank`` lines: nccl-tests prints one per rank
+    (every process's GPUs, gathered under MPI), numbered 0..n-1. Ranks missing
+    from that numbering (an excerpt, a cut-off log) leave the count unknown:
+    ``(None, why)``."""
+    ranks = sorted({d.rank for d in devices})
+    if ranks == list(range(len(ranks))):
+        return len(ranks), None
+    missing = sorted(set(range(ranks[-1] + 1)) - set(ranks))
+    shown = ", ".join(map(str, missing[:5])) + (" ..." if len(missing) > 5 else "")
+    return None, (f"the Rank lines list {len(ranks)} rank(s) up to rank {ranks[-1]} "
+                  f"but not rank(s) {shown}: an incomplete header, so the rank count "
+                  f"is unknown (at least {ranks[-1] + 1})")
 
 
 def _meta_line(meta, body, raw_line):
@@ -456,9 +471,11 @@ def _json_num(value, what, source, allow_none=True):
 def _json_int(value, what, source, low=0):
     if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise NcclTestsParseError(f"{what} must be an integer >= {low}; got "
-                                  f"{value!r}", None, None, source)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low \
+            or value >= 2**63:
+        shown = repr(value) if len(repr(value)) < 60 else repr(value)[:40] + "..."
+        raise NcclTestsParseError(f"{what} must be an integer in [{low}, 2**63); got "
+                                  f"{shown}", None, None, source)
     return value
 
 
@@ -502,8 +519,8 @@ def _parse_json_doc(doc, source, collective):
         m = _PERF_RE.search(os.path.basename(args[0]))
         if m and m.group(1) in COLLECTIVE_NAMES:
             coll = m.group(1)
-    n = len({d.rank for d in devices}) or None
-    if n is None and isinstance(config.get("nthreads"), int) \
+    n, rank_note = _ranks_from_devices(devices) if devices else (None, None)
+    if n is None and not devices and isinstance(config.get("nthreads"), int) \
             and isinstance(config.get("ngpus"), int):
         n = config["nthreads"] * config["ngpus"]
     rows = []
@@ -562,7 +579,7 @@ def _parse_json_doc(doc, source, collective):
         avg_busbw=(float(avg) * units.GB if isinstance(avg, (int, float))
                    and not isinstance(avg, bool) else None),
         out_of_bounds=oob if isinstance(oob, int) and not isinstance(oob, bool)
-        else None,
+        else None, rank_note=rank_note,
         source=source, format="json", lineno=np.zeros(len(rows), dtype=np.int64),
         config={k: v for k, v in config.items() if k != "devices"},
         time_resolution=res)]

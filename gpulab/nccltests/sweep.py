@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import collectives, units
+from .._validate import check_int
 
 
 
@@ -82,7 +83,11 @@ class Sweep:
     avg_busbw : float or None
         nccl-tests' ``# Avg bus bandwidth`` trailer. [B/s]
     out_of_bounds : int or None
-        ``# Out of bounds values`` count.
+        ``# Out of bounds values`` count (values that failed nccl-tests' result
+        check, summed over the rows; ``N FAILED`` when > 0).
+    rank_note : str or None
+        Why ``n_ranks`` is None although the header has Rank lines (some ranks
+        are missing from it, as in an excerpt).
     source, format : str
         Where it came from and ``"text"``, ``"json"`` or ``"csv"``.
     lineno : numpy.ndarray of int
@@ -110,6 +115,7 @@ class Sweep:
     wrong_inplace: np.ndarray
     avg_busbw: float | None = None
     out_of_bounds: int | None = None
+    rank_note: str | None = None
     source: str = "<text>"
     format: str = "text"
     lineno: np.ndarray | None = None
@@ -118,6 +124,70 @@ class Sweep:
 
     def __len__(self):
         return int(self.size_bytes.size)
+
+    def resolve_ranks(self, n_ranks=None):
+        """The rank count to model this sweep with: ``n_ranks`` (the caller's,
+        e.g. ``--ranks``) checked against the file, else the file's own count.
+
+        Raises ValueError naming ``n_ranks`` when the file does not say how many
+        ranks ran and none is given, or when ``n_ranks`` disagrees with the file
+        (another count than its Rank lines, or fewer ranks than the highest rank
+        an incomplete header shows).
+
+        >>> from gpulab.nccltests import parse
+        >>> s = parse("#  Rank  0 Group  0 Pid 1 on h device  0 [0x01] H100\\n"
+        ...           "#  Rank  1 Group  0 Pid 2 on h device  1 [0x02] H100\\n"
+        ...           "#  size count type time algbw busbw #wrong\\n"
+        ...           " 64 16 float 10.0 0.01 0.01 0\\n", collective="broadcast")
+        >>> s.resolve_ranks(), s.resolve_ranks(2)
+        (2, 2)
+        >>> s.resolve_ranks(8)
+        Traceback (most recent call last):
+        ...
+        ValueError: n_ranks: 8 disagrees with <text>, whose header lists 2 ranks (Rank 0-1)
+        """
+        if n_ranks is not None:
+            n_ranks = check_int("n_ranks", n_ranks, low=1)
+        if self.n_ranks is not None:
+            if n_ranks is not None and n_ranks != self.n_ranks:
+                listed = (f" (Rank 0-{self.n_ranks - 1})" if self.devices else "")
+                raise ValueError(f"n_ranks: {n_ranks} disagrees with {self.source}, "
+                                 f"whose header lists {self.n_ranks} ranks{listed}")
+            return self.n_ranks
+        at_least = max((d.rank for d in self.devices), default=-1) + 1
+        if n_ranks is None:
+            why = self.rank_note or "it has no Rank lines"
+            raise ValueError(f"n_ranks: {self.source} does not say how many ranks "
+                             f"ran ({why}); give the rank count")
+        if n_ranks < at_least:
+            raise ValueError(f"n_ranks: {n_ranks} disagrees with {self.source}, "
+                             f"whose header shows rank {at_least - 1}, so at least "
+                             f"{at_least} ranks ran")
+        return n_ranks
+
+    def failed_checks(self):
+        """nccl-tests' failed result checks, one sentence each (empty when none).
+
+        A row whose ``#wrong`` is above 0 (out of place or in place) and an
+        ``Out of bounds values`` trailer above 0 mean the collective returned
+        wrong data: its times are not a valid measurement.
+
+        >>> from gpulab.nccltests import parse
+        >>> s = parse("#  size count type time algbw busbw #wrong\\n"
+        ...           " 64 16 float 10.0 0.01 0.01 3\\n"
+        ...           "# Out of bounds values : 3 FAILED\\n", collective="broadcast")
+        >>> s.failed_checks()
+        ['64 B out of place: #wrong = 3', 'Out of bounds values : 3 FAILED']
+        """
+        out = []
+        for label, wrong in (("out of place", self.wrong),
+                             ("in place", self.wrong_inplace)):
+            for i in np.flatnonzero(np.nan_to_num(wrong, nan=0.0) > 0):
+                out.append(f"{int(self.size_bytes[i])} B {label}: "
+                           f"#wrong = {float(wrong[i]):g}")
+        if self.out_of_bounds:
+            out.append(f"Out of bounds values : {self.out_of_bounds} FAILED")
+        return out
 
     def to_rows(self):
         """Rows for :func:`gpulab.cli.emit`: times in us, bandwidths in GB/s
@@ -207,7 +277,8 @@ def render(sweep):
                       "N/A".rjust(6) if math.isnan(w[i]) else f"{w[i]:6g}"]
         out.append("  ".join(cells))
     if sweep.out_of_bounds is not None:
-        out.append(f"# Out of bounds values : {sweep.out_of_bounds} OK")
+        verdict = "FAILED" if sweep.out_of_bounds else "OK"
+        out.append(f"# Out of bounds values : {sweep.out_of_bounds} {verdict}")
     if sweep.avg_busbw is not None:
         out.append(f"# Avg bus bandwidth    : {sweep.avg_busbw / units.GB:g}")
     out.append("#")

@@ -46,11 +46,13 @@ def parse(fmt, text):
 
 
 # --- top level ------------------------------------------------------------------------
-def test_no_command_prints_help():
+def test_no_command_prints_help_and_exits_2(capsys):
     status, text = run()
-    assert status == 0
+    assert status == 2 and text == ""              # a usage error, not a success
+    err = capsys.readouterr().err
+    assert err.startswith("usage: gpulab") and "a command is required" in err
     for cmd in ("specs", "link", "nvlink-status", "predict"):
-        assert cmd in text
+        assert cmd in err
 
 
 def test_version(capsys):
@@ -148,6 +150,13 @@ def test_link_custom_serdes():
      "--coding (coding_efficiency) must be"),
     (["link", "--generation", "4", "--links", "0"], "--links (n_links) must be"),
     (["link", "--generation", "4", "--format", "yaml"], "argument --format"),
+    # huge but finite inputs: a usage error naming the flag, never inf or a traceback
+    (["link", "--baud", "1e308", "--bits", "2", "--lanes", "2"],
+     "--baud (symbol_rate): 1e+308 GBd is beyond a float's range"),
+    (["link", "--baud", "1e297", "--bits", "8", "--lanes", "64", "--links", "1024"],
+     "n_links: too large"),
+    (["link", "--baud", "1e297", "--bits", "8", "--lanes", "64", "--links", "2"],
+     "--links (n_links): the GPU's bidirectional total"),
 ])
 def test_link_bad_arguments(capsys, argv, needle):
     err = run_error(capsys, *argv)
@@ -171,13 +180,71 @@ def test_nvlink_status_real_h200_capture(fmt):
         assert float(r["sum_GBps_per_direction"]) == pytest.approx(18 * 26.562, abs=0.1)
 
 
+def _cut_capture(tmp_path):
+    """The real capture cut off after GPU 0's second link (GPU 1 missing)."""
+    lines = NVLINK_STATUS.read_text().splitlines()
+    f = tmp_path / "cut.txt"
+    f.write_text("\n".join(lines[:3]) + "\n")
+    return f
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_nvlink_status_cut_off_capture_says_what_is_missing(fmt, tmp_path, capsys):
+    f = _cut_capture(tmp_path)
+    status, text = run("nvlink-status", str(f), "--gpus", "2", "--format", fmt)
+    err = capsys.readouterr().err
+    assert status == 1                            # it used to say "2/2 links", exit 0
+    assert "GPU 0 (NVIDIA H200): 2 of 18 links listed" in err
+    assert "ends inside GPU 0's link list" in err and "GPU 1 missing" in err
+    assert str(f) in err
+    if fmt == "table":
+        assert sum(ln.startswith("# WARNING") for ln in text.splitlines()) == 3
+    else:
+        (row,) = parse(fmt, text)
+        assert (int(row["links_total"]), int(row["links_expected"])) == (2, 18)
+    # without --gpus the missing GPU 1 cannot be known; the cut is still reported
+    status, _ = run("nvlink-status", str(f))
+    err = capsys.readouterr().err
+    assert status == 1 and "GPU 1 missing" not in err and "cut off?" in err
+
+
+def test_nvlink_status_uneven_gpus_and_inactive_links(tmp_path, capsys):
+    f = tmp_path / "uneven.txt"
+    f.write_text("GPU 0: Some GPU\n Link 0: 25 GB/s\n Link 1: 25 GB/s\n"
+                 "GPU 2: Some GPU\n Link 0: 25 GB/s\n Link 1: <inactive>\n")
+    status, _ = run("nvlink-status", str(f))
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "GPU 2 (Some GPU): 1 of 2 links inactive" in err
+    assert "GPU 1 missing (indices skip them)" in err
+    f.write_text("GPU 0: Some GPU\n Link 0: 25 GB/s\n Link 1: 25 GB/s\n"
+                 "GPU 1: Some GPU\n Link 0: 25 GB/s\n")
+    status, _ = run("nvlink-status", str(f))
+    err = capsys.readouterr().err
+    assert "GPU 1 (Some GPU): 1 links listed, fewer than the 2" in err
+    assert status == 1
+
+
+@pytest.mark.parametrize("command, extra", [("nvlink-status", []), ("topo", []),
+                                            ("compare", ["--system", "hgx-h200"]),
+                                            ("fit", ["--system", "hgx-h200", "-o",
+                                                     "x.yaml"])])
+def test_binary_file_error_names_the_file(command, extra, tmp_path, capsys,
+                                          monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    f = tmp_path / "capture.txt"
+    f.write_bytes(b"GPU 0: x\n\xff\xfe\x00\x81binary")
+    err = run_error(capsys, command, str(f), *extra)
+    assert str(f) in err and "line 2" in err and "UTF-8" in err
+
+
 def test_nvlink_status_bad_file(capsys, tmp_path):
     err = run_error(capsys, "nvlink-status", str(tmp_path / "missing.txt"))
     assert "file: cannot read" in err
     junk = tmp_path / "junk.txt"
     junk.write_text("this is not nvidia-smi output\n")
     err = run_error(capsys, "nvlink-status", str(junk))
-    assert "gpulab nvlink-status: error: line 1" in err
+    assert f"gpulab nvlink-status: error: {junk}: line 1" in err
     assert "the following arguments are required: file" in run_error(
         capsys, "nvlink-status")
 

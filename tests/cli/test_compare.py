@@ -85,6 +85,44 @@ def test_ranks_override_and_missing_name():
     assert rc == 0 and "72 ranks" in text
 
 
+@pytest.mark.parametrize("argv, needle", [
+    # the excerpt shows only Rank 71: it does not say the count (it used to read 1)
+    ([DATA / "gb200_nvl72_all_reduce_excerpt.txt", "--system", "gb200-nvl72",
+      "--collective", "all_reduce"], "at least 72"),
+    ([DATA / "gb200_nvl72_all_reduce_excerpt.txt", "--system", "gb200-nvl72",
+      "--collective", "all_reduce", "--ranks", "8"], "8 disagrees"),
+    ([DATA / "h100_2x8_all_reduce.txt", "--system", "hgx-h200-2node", "--ranks", "8"],
+     "header lists 16 ranks"),
+    ([RUN2, *SYS, "--ranks", "1"], "header lists 2 ranks"),
+])
+def test_rank_count_unknown_or_disagreeing_is_refused(argv, needle, capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["compare", *map(str, argv)], out=io.StringIO())
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "argument --ranks" in err and needle in err
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+def test_failed_result_checks_warn_and_exit_1(fmt, capsys):
+    """v100 all_gather: two rows with #wrong = 1 and 'Out of bounds values : 4
+    FAILED': printed, warned about, exit status 1."""
+    rc, text = run(DATA / "v100_dgx2_old_format.txt", "--system", "hgx-h200-2node",
+                   "--collective", "all_gather", "--format", fmt)
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert err.count("gpulab compare: warning:") == 5
+    assert "Out of bounds values : 4 FAILED" in err
+    warned = [ln for ln in text.splitlines() if ln.startswith("# WARNING")]
+    assert len(warned) == (5 if fmt == "table" else 0)
+    if fmt == "json":
+        (doc,) = json.loads(text)
+        assert doc["failed_checks"][-1] == "Out of bounds values : 4 FAILED"
+    # a clean file: no warning, exit 0
+    rc, _ = run(DATA / "v100_dgx2_old_format.txt", "--system", "hgx-h200-2node",
+                "--collective", "broadcast", "--format", fmt)
+    assert rc == 0 and "warning" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, flag", [
     ([RUN2], "--system"),
     ([RUN2, "--system", "no-such"], "--system"),

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -87,7 +89,14 @@ def test_base_must_be_a_preset():
     (["fit", "/no/such/file", "--system", "hgx-h200", "-o", "x.yaml"], "FILE"),
     (["fit", str(MEDIAN), "--system", "hgx-h200", "-o", "x.yaml", "--ranks", "0"],
      "ranks"),
-    (["fit", str(MEDIAN), "--system", "hgx-h200"], "output")])
+    (["fit", str(MEDIAN), "--system", "hgx-h200"], "output"),
+    # the pooled CSV says 2 ranks: another --ranks is refused, not used
+    (["fit", str(MEDIAN), "--system", "h200-x2-measured", "-o", "x.yaml", "--ranks",
+      "8"], "--ranks (n_ranks): 8 disagrees"),
+    # nccl-tests' result check failed (#wrong = 1, Out of bounds values : 4 FAILED)
+    (["fit", str(Path(__file__).parents[1] / "data" / "nccltests" /
+                 "v100_dgx2_old_format.txt"), "--system", "hgx-h200-2node", "-o",
+      "x.yaml", "--collective", "all_gather"], "Out of bounds values : 4 FAILED")])
 def test_fit_usage_errors(args, msg, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rc, _ = _run(*args)
@@ -129,3 +138,21 @@ def test_fit_one_process_per_gpu(tmp_path):
     rc3, _ = _run("fit", str(src), "--system", "h200-x2-measured", "-o",
                   str(tmp_path / "bad.yaml"), "--gpus-per-process", "0")
     assert rc3 == 2
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_fit_output_has_the_mode_open_would_give(tmp_path, umask):
+    """``gpulab fit`` writes through mkstemp (0600); the YAML must get 0666 less
+    the umask, as any file the user writes, and keep an existing file's mode."""
+    out = tmp_path / "fitted.yaml"
+    old = os.umask(umask)
+    try:
+        rc, _ = _run("fit", str(MEDIAN), "--system", "h200-x2-measured", "-o", str(out))
+        assert rc == 0
+        assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+        out.chmod(0o640)
+        rc, _ = _run("fit", str(MEDIAN), "--system", "h200-x2-measured", "-o", str(out))
+        assert rc == 0 and stat.S_IMODE(out.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)
+    assert [p.name for p in tmp_path.iterdir()] == ["fitted.yaml"]    # no temp left

@@ -192,11 +192,19 @@ def test_forced_algorithm_and_protocol():
         / 1e9, abs=1e-4)
 
 
-def test_one_rank_is_a_launch_cost_only():
+def test_one_rank_is_a_copy_at_hbm_speed():
     rows = json.loads(run("--collective", "all_reduce", "--system", "hgx-h200",
                           "--ranks", "1", "-b", "8", "-e", "1G", "--format", "json"))
     assert {r["busbw_GBps"] for r in rows} == {0.0}
-    assert {r["algorithm"] for r in rows} == {"none"}
+    assert {r["algorithm"] for r in rows} == {"copy"}
+    # 1 GiB: read + write at the H200's 4.8 TB/s -> 447.4 us, algbw 2400 GB/s
+    # (not 8.43 us and 127,401 GB/s)
+    assert rows[-1]["time_us"] == pytest.approx(447.392, abs=1e-3)
+    assert rows[-1]["algbw_GBps"] == pytest.approx(2400.0)
+    table = run("--collective", "sendrecv", "--system", "hgx-h200", "--ranks", "1")
+    assert "# 1 rank: no peer" in table and "HBM 4800 GB/s" in table
+    assert "# 1 rank" not in run("--collective", "sendrecv", "--system", "hgx-h200",
+                                 "--ranks", "2")
 
 
 # --- sizes and ranks ----------------------------------------------------------------------

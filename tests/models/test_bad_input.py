@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import dataclasses
 import inspect
+import numbers
 import re
+import warnings
+
+import numpy as np
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gpulab import collectives, links, measurements, scaling, specs, units
 from gpulab import topology  # PCIe chapter: server topology
@@ -20,7 +26,7 @@ from gpulab import pcie, systems  # PCIe chapter: link/copy model, system preset
 from pathlib import Path  # (pcie/systems rows)
 from gpulab.units import Bandwidth  # noqa: F401
 
-from bad_values import (BD, CHOICE, FRACTION_CLOSED, FRACTION_OPEN, INF, INT, NAN,  # noqa: F401
+from bad_values import (ARRAY_2D, HUGE, BD, CHOICE, FRACTION_CLOSED, FRACTION_OPEN, INF, INT, NAN,  # noqa: F401
                         NONFINITE, NONNEG, NOT_BANDWIDTH, PD, POS, RATE, SCALAR_ONLY,
                         WRONG_TYPE, Case)
 
@@ -393,6 +399,153 @@ def test_bad_input_raises_value_error_naming_parameter(case, param, value):
         f"{param!r}")
 
 
+# --- huge and 2-D values: a ValueError naming the parameter, or a finite answer -------
+def _numeric(v):
+    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+
+
+# Rows that still overflow, in modules other engineers own at the moment (pcie.py and
+# parallelism/*): strict xfails, so the fix (decorate the function with
+# gpulab._validate.finite_answer, or check its outputs with finite_result) turns
+# them into failures to remove here.
+_OWNED = ("gpulab/pcie.py and gpulab/parallelism/*: not yet checked for overflow "
+          "(decorate with _validate.finite_answer)")
+_H = ("1e+308", "1.7e+308")
+_HUGE_XFAIL = {
+    ("comm.bucket_allreduce_time", "bucket_bytes"): ("1" + "0" * 400,),
+    ("comm.bucket_allreduce_time", "gradient_bytes"): _H,
+    ("comm.step_communication", "grad_bytes"): _H,
+    ("comm.step_communication", "weight_bytes"): _H,
+    ("memory.inference_memory", "kv_dtype_bytes"): _H,
+    ("memory.inference_memory", "weight_bytes"): _H,
+    ("memory.training_memory", "grad_bytes"): _H,
+    ("memory.training_memory", "optimizer_bytes"): _H,
+    ("memory.training_memory", "weight_bytes"): _H,
+    ("model.flops_per_step", "tokens"): _H,
+    ("model.layer_flops", "tokens"): _H,
+    ("pcie.calibrate_copy", "message_bytes"): _H,
+    ("pcie.calibrate_copy", "times"): _H,
+    ("roi.nvlink_roi", "price_fast"): _H,
+    ("roi.nvlink_roi", "price_slow"): _H,
+    ("roi.nvlink_roi", "t_fast"): _H,
+    ("roi.nvlink_roi", "t_slow"): _H,
+    ("roi.roi_comparison", "price_fast"): _H,
+    ("roi.roi_comparison", "price_slow"): _H,
+}
+
+
+def _huge_params():
+    for case in CASES:
+        for param, valid in case.valid.items():
+            if param in case.exempt:
+                continue
+            if _numeric(valid):
+                values = HUGE + [ARRAY_2D]
+            elif isinstance(valid, (list, tuple, np.ndarray)) and len(valid) \
+                    and all(_numeric(x) for x in np.ravel(np.asarray(valid, dtype=object))):
+                values = HUGE + [ARRAY_2D]
+            else:
+                continue
+            for v in values:
+                marks = []
+                if repr(v) in _HUGE_XFAIL.get((case.name, param), ()):
+                    marks.append(pytest.mark.xfail(strict=True, reason=_OWNED))
+                yield pytest.param(case, param, v, marks=marks,
+                                   id=f"{case.name}-{param}-{v!r}"[:90])
+
+
+def _finite(obj, seen=0):
+    """Every number reachable from ``obj`` (arrays, dataclasses, dicts, lists,
+    Bandwidth) is finite."""
+    if seen > 4 or obj is None or isinstance(obj, (str, bytes, bool)):
+        return True
+    if isinstance(obj, numbers.Number):
+        return bool(np.isfinite(obj))
+    if isinstance(obj, np.ndarray):
+        return obj.dtype.kind not in "fc" or bool(np.isfinite(obj).all())
+    if isinstance(obj, Bandwidth):
+        return bool(np.isfinite(obj.bytes_per_s))
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return all(_finite(getattr(obj, f.name), seen + 1)
+                   for f in dataclasses.fields(obj))
+    if isinstance(obj, dict):
+        return all(_finite(v, seen + 1) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return all(_finite(v, seen + 1) for v in obj)
+    return True
+
+
+@pytest.mark.parametrize("case, param, value", list(_huge_params()))
+def test_huge_or_2d_input_is_refused_or_answered_finite(case, param, value):
+    valid = case.valid[param]
+    if value is ARRAY_2D:
+        row = np.atleast_1d(np.asarray(valid, dtype=float)).tolist()
+        value = [row, row]
+    elif not _numeric(valid):
+        value = [value] * len(valid)
+    kwargs = {**case.valid, param: value}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)   # overflow warnings too
+            out = case.func(**kwargs)
+    except ValueError as exc:
+        assert re.search(rf"\b{re.escape(param)}\b", str(exc)), (
+            f"{case.name}({param}={value!r:.40}) raised {exc!r}, which does not name "
+            f"{param!r}")
+    else:
+        assert _finite(out), f"{case.name}({param}={value!r:.40}) returned {out!r:.200}"
+
+
+def _numeric_params(case):
+    out = []
+    for param, valid in case.valid.items():
+        if param in case.exempt:
+            continue
+        if _numeric(valid) or (isinstance(valid, (list, tuple)) and valid and all(
+                _numeric(x) for x in np.ravel(np.asarray(valid, dtype=object)))):
+            out.append(param)
+    return out
+
+
+# pcie.py and parallelism/* are other engineers' at the moment: hypothesis finds
+# overflows there (roi.slowdown(t_slow=2.2e-313) -> -inf, step.step_time,
+# comm.*, pcie.calibrate_copy naming 'times' for a bad message_bytes). The "ci"
+# profile is derandomized, so these fail on every run: strict xfails.
+_PROPERTY_XFAIL = {"pcie.calibrate_copy", "comm.step_communication", "step.step_time",
+                   "roi.speedup", "roi.slowdown", "roi.nvlink_roi",
+                   "comm.bucket_allreduce_time"}
+_NUMERIC_CASES = [pytest.param(c, marks=[pytest.mark.xfail(strict=True, reason=_OWNED)]
+                               if c.name in _PROPERTY_XFAIL else [])
+                  for c in CASES if _numeric_params(c)]
+_ANY_FINITE = st.one_of(st.floats(allow_nan=False, allow_infinity=False),
+                        st.integers(-10**400, 10**400),
+                        st.floats(1e250, 1.79e308), st.floats(-1e-300, 1e-300))
+
+
+@pytest.mark.parametrize("case", _NUMERIC_CASES,
+                         ids=[c.values[0].name for c in _NUMERIC_CASES])
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_property_finite_input_gives_finite_answer_or_value_error(case, data):
+    """Property: any finite number (or huge int) in one numeric parameter, the
+    others valid: a ValueError naming that parameter, or a finite answer."""
+    param = data.draw(st.sampled_from(_numeric_params(case)), label="param")
+    x = data.draw(_ANY_FINITE, label="value")
+    valid = case.valid[param]
+    value = x if _numeric(valid) else [x] * len(valid)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            out = case.func(**{**case.valid, param: value})
+    except ValueError as exc:
+        assert re.search(rf"\b{re.escape(param)}\b", str(exc)), (case.name, param, exc)
+    else:
+        if (case.name, param) in _HUGE_XFAIL:
+            return                      # known, listed above (other owners' modules)
+        assert _finite(out), f"{case.name}({param}={value!r:.40}) returned {out!r:.200}"
+
+
 # --- meta-tests: the table covers the API ---------------------------------------------
 def _public_functions():
     for mod in MODULES:
@@ -432,3 +585,23 @@ def test_table_is_not_trivial():
     n = sum(len(v) for c in CASES for v in c.bad.values())
     assert n > 300
     assert len([f for _, _, f in _public_functions()]) >= 35
+
+
+# --- the cases issue 12 found, by name -----------------------------------------------
+@pytest.mark.parametrize("call, param", [
+    (lambda: units.to_gb(10**400), "n_bytes"),                       # was OverflowError
+    (lambda: collectives.predict("all_reduce", [[8, 16], [32, 64]], 2,
+                                 "h200-x2-measured"), "message_bytes"),   # IndexError
+    (lambda: collectives.algbw(1e308, 1e-3), "message_bytes"),      # was inf
+    (lambda: collectives.busbw(1e308, 1e-3, "all_reduce", 8), "message_bytes"),
+    (lambda: collectives.ring_allreduce_time(1.7e308, 8, PD, 1e-6), "message_bytes"),
+    (lambda: links.lane_rate(1e308, 2), "symbol_rate"),
+    (lambda: links.link_bandwidth(symbol_rate=1e308, bits_per_symbol=2,
+                                  lanes_per_direction=2), "symbol_rate"),
+    (lambda: scaling.data_parallel_step("H100", 8, params=1e308), "params"),
+])
+def test_issue_cases_raise_value_error_naming_the_callers_parameter(call, param):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert re.search(rf"\b{param}\b", str(info.value)), info.value
+    assert "bytes_per_s" not in str(info.value)        # not an internal parameter

@@ -246,3 +246,50 @@ def test_fit_and_holdout_runs_are_disjoint_and_recorded():
         assert {r for r, _ in hold} == {"h200-x2-2026-11-30-floors"}
         for run in fit | hold:
             assert M.collective_run(*run)["all_reduce"][8] > 0
+
+
+# --- check_nvlink_status: what a capture is missing -----------------------------------
+def test_check_real_capture_has_no_problems():
+    st_ = M.check_nvlink_status(M.raw_capture(RUN, "nvlink-status.txt"), n_gpus=2)
+    assert st_.problems == []
+    assert [g["links_expected"] for g in st_.gpus] == [18, 18]
+    assert [g["name"] for g in st_.gpus] == ["NVIDIA H200", "NVIDIA H200"]
+    assert st_.gpus[0]["sum_per_direction"] == pytest.approx(18 * 26.562e9)
+
+
+def test_check_cut_off_capture():
+    full = M.raw_capture(RUN, "nvlink-status.txt").splitlines()
+    cut = "\n".join(full[:3])                      # GPU 0 with 2 of 18 links
+    st_ = M.check_nvlink_status(cut, n_gpus=2)
+    assert st_.gpus[0]["links_listed"] == 2
+    assert st_.problems == [
+        "GPU 0 (NVIDIA H200): 2 of 18 links listed (H200: 18 NVLink links per GPU)",
+        "the capture ends inside GPU 0's link list (2 links listed, 18 expected): "
+        "cut off?",
+        "GPU 1 missing (n_gpus = 2)"]
+    # GPU 1 cut after 5 links: fewer than GPU 0 and than the spec; ends inside GPU 1
+    cut1 = "\n".join(full[:19 + 1 + 5])
+    probs = M.check_nvlink_status(cut1).problems
+    assert probs[0].startswith("GPU 1 (NVIDIA H200): 5 of 18 links listed")
+    assert "ends inside GPU 1's link list" in probs[1] and len(probs) == 2
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("NVIDIA H100 80GB HBM3", 18), ("Tesla V100-SXM2-32GB", 6),
+    ("NVIDIA A100-SXM4-80GB", 12), ("NVIDIA B200", 18), ("NVIDIA H200", 18),
+    ("NVIDIA H100 PCIe", None), ("NVIDIA Graphics Device", None),
+    ("NVIDIA H1000", None)])
+def test_expected_links_from_the_gpu_name(name, expected):
+    st_ = M.check_nvlink_status(f"GPU 0: {name} (UUID: GPU-1)\n Link 0: 25 GB/s\n")
+    assert st_.gpus[0]["links_expected"] == expected
+    assert bool(st_.problems) == (expected is not None and expected > 1)
+    if expected is not None:
+        assert expected == specs.gpu(name.split()[1].split("-")[0]).nvlink_links
+
+
+def test_check_duplicate_gpu_and_bad_n_gpus():
+    with pytest.raises(NVLinkStatusParseError, match="line 3: GPU 0 listed twice"):
+        M.check_nvlink_status("GPU 0: x\n Link 0: 25 GB/s\nGPU 0: x\n")
+    for bad in (0, -1, 2.5, "2", True):
+        with pytest.raises(ValueError, match="n_gpus"):
+            M.check_nvlink_status("GPU 0: x\n Link 0: 25 GB/s\n", n_gpus=bad)

@@ -6,6 +6,7 @@ raises NcclTestsParseError naming the line; fuzzing never raises anything else.
 """
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -72,7 +73,14 @@ def test_old_format_without_group_redop_root():
 
 def test_excerpt_without_name_and_nvl72_audit():
     s = nt.read(DATA / "gb200_nvl72_all_reduce_excerpt.txt", collective="all_reduce")
-    assert s.collective == "all_reduce" and s.n_ranks == 1    # only Rank 71 shown
+    # only Rank 71 is shown: the count is unknown (at least 72), not 1
+    assert s.collective == "all_reduce" and s.n_ranks is None
+    assert "at least 72" in s.rank_note and "not rank(s) 0, 1" in s.rank_note
+    with pytest.raises(ValueError, match=r"^n_ranks: .*at least 72"):
+        s.resolve_ranks()
+    with pytest.raises(ValueError, match=r"^n_ranks: 71 disagrees .*rank 71"):
+        s.resolve_ranks(71)
+    assert s.resolve_ranks(72) == 72 and s.failed_checks() == []
     assert s.busbw[3] == pytest.approx(839.16e9)
     s.n_ranks = 72
     assert nt.consistency(s) == []
@@ -332,3 +340,69 @@ def test_random_bytes(blob):
 def test_audit_latency_floor_comes_from_the_data_file():
     from gpulab import collectives
     assert collectives.model_constant("audit/latency_floor_s") == 2e-6
+
+
+def _ranked(ranks, tail=""):
+    lines = [f"#  Rank {r:2d} Group  0 Pid {100 + r:6d} on node device {r % 8:2d} "
+             f"[0x{r:02x}] NVIDIA H200" for r in ranks]
+    return "\n".join(lines + ["#  size count type redop root time algbw busbw #wrong",
+                               " 1024 256 float sum -1 10.0 0.10 0.10 0", tail]) + "\n"
+
+
+@pytest.mark.parametrize("ranks, n", [([0], 1), ([0, 1, 2], 3), ([1, 0], 2),
+                                      ([0, 0, 1], 2), ([1], None), ([0, 2], None),
+                                      ([5, 6, 7], None)])
+def test_rank_count_is_the_rank_lines_numbered_from_0(ranks, n):
+    """nccl-tests prints one Rank line per rank (rank 0 prints every MPI rank's);
+    a numbering with a gap is an incomplete header, whose count is unknown."""
+    s = nt.parse(_ranked(ranks), collective="all_reduce")
+    assert s.n_ranks == n
+    assert (s.rank_note is None) == (n is not None)
+    if n is None:
+        assert f"at least {max(ranks) + 1}" in s.rank_note
+
+
+def test_resolve_ranks_refuses_disagreement_and_bad_values():
+    s = nt.read(DATA / "h100_2x8_all_reduce.txt")
+    assert s.resolve_ranks() == s.resolve_ranks(16) == 16
+    with pytest.raises(ValueError, match=r"^n_ranks: 8 disagrees .*16 ranks"):
+        s.resolve_ranks(8)
+    for bad in (0, -1, 2.5, "16", True):
+        with pytest.raises(ValueError, match=r"^n_ranks"):
+            s.resolve_ranks(bad)
+    bare = nt.parse("#  size count type time algbw busbw #wrong\n"
+                    " 64 16 float 10.0 0.01 0.01 0\n", collective="broadcast")
+    with pytest.raises(ValueError, match="no Rank lines"):
+        bare.resolve_ranks()
+    assert bare.resolve_ranks(4) == 4
+
+
+def test_failed_result_checks_are_kept_and_rendered():
+    ag = nt.read_all(DATA / "v100_dgx2_old_format.txt")[0]
+    assert ag.failed_checks() == [
+        "4294967280 B out of place: #wrong = 1", "8589934560 B out of place: #wrong = 1",
+        "4294967280 B in place: #wrong = 1", "8589934560 B in place: #wrong = 1",
+        "Out of bounds values : 4 FAILED"]
+    again = nt.parse(nt.render(ag))
+    assert again.out_of_bounds == 4 and again.failed_checks() == ag.failed_checks()
+    assert "Out of bounds values : 4 FAILED" in nt.render(ag)
+    # the trailer alone (a #wrong of N/A) still counts
+    s = nt.parse(_ranked([0, 1], "# Out of bounds values : 7 FAILED"),
+                 collective="all_reduce")
+    assert s.failed_checks() == ["Out of bounds values : 7 FAILED"]
+    ok = nt.parse(_ranked([0, 1], "# Out of bounds values : 0 OK"),
+                  collective="all_reduce")
+    assert ok.failed_checks() == [] and "0 OK" in nt.render(ok)
+
+
+def test_huge_integers_are_parse_errors_not_overflow():
+    """A size beyond int64 (nccl-tests prints size_t) is a parse error naming the
+    line, in the text and the JSON reader (it was an OverflowError)."""
+    text = ("#  size count type time algbw busbw #wrong\n 1" + "0" * 400 +
+            " 16 float 10.0 0.01 0.01 0\n")
+    with pytest.raises(nt.NcclTestsParseError, match=r"line 2: size .* 2\*\*63"):
+        nt.parse(text, collective="broadcast")
+    doc = json.loads((DATA / "json_report_v2_constructed.json").read_text())
+    doc["results"][0]["size"] = 10**400
+    with pytest.raises(nt.NcclTestsParseError, match=r"results\[0\]\.size"):
+        nt.parse_json(json.dumps(doc))
