@@ -74,7 +74,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import links, specs, systems, units
-from ._validate import as_number, check_choice
+from ._validate import as_number, check_choice, finite_answer
 
 __all__ = [
     "COPY_KINDS", "MEMORY_KINDS", "CopyFit",
@@ -913,6 +913,7 @@ class CopyFit:
     n_fit: int
 
 
+@finite_answer
 def calibrate_copy(message_bytes, times, *, bandwidth_bound=2.0,
                    weighting="relative"):
     r"""Fit the copy model :func:`host_copy_time` to a measured sweep.
@@ -954,7 +955,7 @@ def calibrate_copy(message_bytes, times, *, bandwidth_bound=2.0,
     (5.0, 55.0, 2)
     """
     s = np.atleast_1d(as_number("message_bytes", message_bytes, low=0,
-                                low_inclusive=False))
+                                high=2.0 ** 60, low_inclusive=False))   # <= 1 EiB
     t = np.atleast_1d(as_number("times", times, low=0, low_inclusive=False))
     if s.shape != t.shape or s.ndim != 1:
         raise ValueError("message_bytes and times must be 1-D and of equal length; "
@@ -964,7 +965,7 @@ def calibrate_copy(message_bytes, times, *, bandwidth_bound=2.0,
     mask = t >= k * float(t.min())
     floor = float(np.median(t[~mask])) if np.any(~mask) else float(t.min())
     if np.unique(s[mask]).size < 2:
-        raise ValueError(f"times: fewer than two sizes take >= bandwidth_bound "
+        raise ValueError(f"message_bytes, times: fewer than two sizes take >= bandwidth_bound "
                          f"({k:g}) x the fastest copy; measure larger copies or "
                          "lower bandwidth_bound")
     alpha, bw = links.fit_alpha_beta(s[mask], t[mask], weighting=weighting)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import collectives
-from .._validate import as_number, check_choice
+from .._validate import as_number, check_choice, finite_answer
 from .layout import as_layout, as_system
 from .memory import stage_param_count
 from .model import RECOMPUTE, default_value, check_flag, check_positive, seq_len_of, as_model, check_zero
@@ -97,6 +97,7 @@ def _bucketed(collective, total_bytes, bucket, n, stride, system, nvls):
     return t
 
 
+@finite_answer
 def bucket_allreduce_time(gradient_bytes, bucket_bytes, n_ranks, system,
                           transport="p2p"):
     """Time to all_reduce a gradient split into buckets, one call per bucket.
@@ -138,7 +139,7 @@ def bucket_allreduce_time(gradient_bytes, bucket_bytes, n_ranks, system,
         b = np.atleast_1d(np.asarray(bucket_bytes, dtype=float))
         if np.asarray(bucket_bytes).dtype.kind not in "iuf":
             raise TypeError
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         b = np.array([np.nan])
     if b.ndim != 1 or b.size == 0 or not (np.all(np.isfinite(b)) and np.all(b >= 1)):
         raise ValueError(f"bucket_bytes must be >= 1 [B]; got {bucket_bytes!r}")
@@ -277,6 +278,7 @@ def comm_parts(m, system, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb)
                          _placement_notes(system, lay))
 
 
+@finite_answer
 def step_communication(spec, system, layout, *, micro_batch=1, micro_batches=1,
                        seq_len=None, zero=0, sequence_parallel=False,
                        recompute="none", bucket_bytes=None, grad_bytes=None,

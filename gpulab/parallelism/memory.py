@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .._validate import as_number, check_choice, check_int
+from .._validate import as_number, check_choice, check_int, finite_answer
 from .model import (RECOMPUTE, param_counts, default_value, check_flag,
                     check_positive, seq_len_of, as_model, check_zero, assumption)
 
@@ -251,6 +251,7 @@ def stage_param_count(m, tp, pp):
     return max(first, last) / tp
 
 
+@finite_answer
 def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero=0,
                     sequence_parallel=False, recompute="none", micro_batches=None,
                     virtual=1, param_dtype=None, grad_dtype=None, fp32_grad_copy=None,
@@ -369,6 +370,7 @@ class InferenceMemory:
                 "total": self.total}
 
 
+@finite_answer
 def inference_memory(spec, tp=1, pp=1, *, batch=1, seq_len=None, weight_bytes=None,
                      kv_dtype_bytes=2):
     r"""Memory per GPU for serving: weights plus the KV cache.

@@ -13,7 +13,7 @@ import numpy as np
 import yaml
 
 from .. import specs
-from .._validate import as_number, check_choice, check_int
+from .._validate import as_number, check_choice, check_int, finite_answer
 
 
 #: Activation recomputation: none, selective (Korthikanti et al.: only the attention
@@ -262,6 +262,7 @@ def default_value(name, value, param, **bounds):
     return as_number(param, value, allow_array=False, **bounds)
 
 
+@finite_answer
 def flops_per_step(spec, tokens, *, seq_len=None, recompute="none",
                    method="narayanan"):
     r"""Training FLOPs of one step (forward and backward) over ``tokens`` tokens.
@@ -317,6 +318,7 @@ def flops_per_step(spec, tokens, *, seq_len=None, recompute="none",
     return layers + logits
 
 
+@finite_answer
 def layer_flops(spec, tokens, *, seq_len=None, recompute="none"):
     r"""Training FLOPs (forward and backward) of ONE transformer layer over ``tokens``.
 

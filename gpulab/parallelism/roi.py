@@ -9,7 +9,7 @@ import functools
 from dataclasses import dataclass
 
 
-from .._validate import as_number, check_choice, check_int
+from .._validate import as_number, check_choice, check_int, finite_answer
 from .chooser import rank_layouts
 from .efficiency import PRECISIONS
 from .layout import cluster
@@ -18,6 +18,7 @@ from .model import model_names
 
 
 # --- speedup, slowdown, ROI --------------------------------------------------------
+@finite_answer
 def speedup(t_fast, t_slow):
     r"""How much faster the fast configuration is: :math:`t_\text{slow}/t_\text{fast}
     - 1`.
@@ -49,6 +50,7 @@ def speedup(t_fast, t_slow):
     return s / f - 1.0
 
 
+@finite_answer
 def slowdown(t_fast, t_slow):
     r"""Throughput the slow configuration loses: :math:`1 - t_\text{fast}/t_\text{slow}`.
 
@@ -95,6 +97,7 @@ class ROI:
     breakeven_price_ratio: float
 
 
+@finite_answer
 def nvlink_roi(t_fast, t_slow, *, tokens_per_step, price_fast, price_slow, n_gpus,
                project_tokens):
     r"""Is the faster (NVLink) cluster worth its price for one training project?
@@ -220,6 +223,7 @@ def roi_best_step(model, system, nodes, *, precision="bf16"):
     return got
 
 
+@finite_answer
 def roi_comparison(model, nodes, fast, slow, *, price_fast, price_slow,
                    project_tokens, precision="bf16"):
     """NVLink vs PCIe for one training project: both best layouts and the ROI.

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-from .._validate import as_number, check_choice, check_int
+from .._validate import as_number, check_choice, check_int, finite_answer
 from .comm import Communication, comm_parts
 from .efficiency import PRECISIONS, gemm_efficiency, peak_flops, spec_shard_efficiency
 from .layout import Layout, as_layout, memory_reason, structural_reasons, as_system
@@ -179,6 +179,7 @@ def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucke
                     tuple(notes), eff, eff_logits, precision)
 
 
+@finite_answer
 def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None,
               zero=0, sequence_parallel=False, recompute="none", mfu=None,
               dp_overlap=None, tp_overlap=None, bucket_bytes=None, reserve=None,

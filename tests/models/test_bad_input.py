@@ -411,27 +411,7 @@ def _numeric(v):
 _OWNED = ("gpulab/pcie.py and gpulab/parallelism/*: not yet checked for overflow "
           "(decorate with _validate.finite_answer)")
 _H = ("1e+308", "1.7e+308")
-_HUGE_XFAIL = {
-    ("comm.bucket_allreduce_time", "bucket_bytes"): ("1" + "0" * 400,),
-    ("comm.bucket_allreduce_time", "gradient_bytes"): _H,
-    ("comm.step_communication", "grad_bytes"): _H,
-    ("comm.step_communication", "weight_bytes"): _H,
-    ("memory.inference_memory", "kv_dtype_bytes"): _H,
-    ("memory.inference_memory", "weight_bytes"): _H,
-    ("memory.training_memory", "grad_bytes"): _H,
-    ("memory.training_memory", "optimizer_bytes"): _H,
-    ("memory.training_memory", "weight_bytes"): _H,
-    ("model.flops_per_step", "tokens"): _H,
-    ("model.layer_flops", "tokens"): _H,
-    ("pcie.calibrate_copy", "message_bytes"): _H,
-    ("pcie.calibrate_copy", "times"): _H,
-    ("roi.nvlink_roi", "price_fast"): _H,
-    ("roi.nvlink_roi", "price_slow"): _H,
-    ("roi.nvlink_roi", "t_fast"): _H,
-    ("roi.nvlink_roi", "t_slow"): _H,
-    ("roi.roi_comparison", "price_fast"): _H,
-    ("roi.roi_comparison", "price_slow"): _H,
-}
+_HUGE_XFAIL = {}
 
 
 def _huge_params():
@@ -511,9 +491,7 @@ def _numeric_params(case):
 # overflows there (roi.slowdown(t_slow=2.2e-313) -> -inf, step.step_time,
 # comm.*, pcie.calibrate_copy naming 'times' for a bad message_bytes). The "ci"
 # profile is derandomized, so these fail on every run: strict xfails.
-_PROPERTY_XFAIL = {"pcie.calibrate_copy", "comm.step_communication", "step.step_time",
-                   "roi.speedup", "roi.slowdown", "roi.nvlink_roi",
-                   "comm.bucket_allreduce_time"}
+_PROPERTY_XFAIL = set()
 _NUMERIC_CASES = [pytest.param(c, marks=[pytest.mark.xfail(strict=True, reason=_OWNED)]
                                if c.name in _PROPERTY_XFAIL else [])
                   for c in CASES if _numeric_params(c)]
