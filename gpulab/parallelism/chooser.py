@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 
 
-from .._validate import as_number, check_choice, check_int
+from .._validate import as_number, check_choice, check_int, finite_answer
 from .layout import Layout, memory_reason, structural_reasons, as_system
 from .model import RECOMPUTE, default_value, check_flag, check_positive, seq_len_of, as_model, check_zero, assumption
 from .efficiency import PRECISIONS, peak_flops
@@ -120,6 +120,7 @@ def _divisors(n):
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+@finite_answer
 def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
                  seq_len=None, zero=1, sequence_parallel=False, recompute="none",
                  virtual=1, mfu=None, dp_overlap=None, tp_overlap=None,

@@ -6,7 +6,7 @@ The answer runs each degree through :func:`gpulab.parallelism.step_time`.
 """
 from __future__ import annotations
 
-from .._validate import as_number, check_choice
+from .._validate import as_number, check_choice, finite_answer
 from .efficiency import PRECISIONS, peak_flops
 from .layout import as_system
 from .model import as_model, check_flag, check_positive
@@ -18,6 +18,7 @@ __all__ = ["TP_DEGREES", "tp_degree_rows"]
 TP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
 
 
+@finite_answer
 def tp_degree_rows(model, system, *, seq_len, micro_batch=1,
                    sequence_parallel=False, tp_overlap=0.0, precision="bf16"):
     """Per-layer compute and TP communication of every usable TP degree.
