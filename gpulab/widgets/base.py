@@ -61,9 +61,17 @@ class Explorer(W.VBox):
     def _rows(self):  # pragma: no cover - overridden
         return [self.controls.values()]
 
-    def _on_change(self, _change=None):
-        if not self._hold:
-            self.update()
+    def _on_change(self, change=None):
+        if self._hold:
+            return
+        system = self.controls.get("system")
+        if change is not None and system is not None and change.get("owner") is system:
+            self._system_changed()
+        self.update()
+
+    def _system_changed(self):
+        """Hook: the ``system`` control changed; re-bound the controls that depend on
+        it (the GPU count) before the redraw. Nothing by default."""
 
     def show_message(self, text):
         self.message.value = f'<div style="{MSG_STYLE}">{html.escape(text)}</div>'

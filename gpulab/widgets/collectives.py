@@ -197,14 +197,7 @@ class _FabricExplorer(Explorer):
         c = self.controls
         return [(c["system"], c["collective"]), (c["n_ranks"], c["message_bytes"])]
 
-    def _on_change(self, change=None):
-        if self._hold:
-            return
-        if change is not None and change.get("owner") is self.controls["system"]:
-            self._fit_ranks()
-        self.update()
-
-    def _fit_ranks(self):
+    def _system_changed(self):
         """Bound the ranks slider by the new system; keep a rank count it can place."""
         s = systems.get(self.controls["system"].value)
         n = min(self.controls["n_ranks"].value, s.n_gpus)

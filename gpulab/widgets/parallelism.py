@@ -52,13 +52,9 @@ class _BucketExplorer(Explorer):
         c = self.controls
         return [(c["system"], c["n_ranks"]), (c["gradient_bytes"], c["bucket_bytes"])]
 
-    def _on_change(self, change=None):
-        if self._hold:
-            return
-        if change is not None and change.get("owner") is self.controls["system"]:
-            n_gpus = systems.get(self.controls["system"].value).n_gpus
-            set_ranks(self, n_gpus, min(self.controls["n_ranks"].value, n_gpus))
-        self.update()
+    def _system_changed(self):
+        n_gpus = systems.get(self.controls["system"].value).n_gpus
+        set_ranks(self, n_gpus, min(self.controls["n_ranks"].value, n_gpus))
 
     def _update(self):
         import numpy as np
