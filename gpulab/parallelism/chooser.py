@@ -9,11 +9,10 @@ import dataclasses
 from dataclasses import dataclass
 
 
-from .._validate import as_number, check_choice, check_int, finite_answer
+from .._validate import check_choice, check_int, finite_answer
 from .layout import Layout, memory_reason, structural_reasons, as_system
-from .model import RECOMPUTE, default_value, check_flag, check_positive, seq_len_of, as_model, check_zero, assumption
-from .efficiency import PRECISIONS, peak_flops
-from .step import StepTime, step_result
+from .model import RECOMPUTE, check_flag, check_positive, seq_len_of, as_model, check_zero, assumption
+from .step import StepTime, step_options, step_result
 
 
 # --- chooser -----------------------------------------------------------------------
@@ -184,16 +183,9 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
                      lambda k, v: check_choice(k, v, RECOMPUTE))
     virts = _as_tuple("virtual", virtual,
                       lambda k, v: check_int(k, v, low=1, high=1_000_000))
-    eta = None if mfu is None else as_number("mfu", mfu, low=0, high=1,
-                                             low_inclusive=False, allow_array=False)
-    check_choice("precision", precision, PRECISIONS)
-    peak_flops(s_.gpu_spec, precision)
-    dpo = default_value("dp_overlap", dp_overlap, "dp_overlap", low=0, high=1)
-    tpo = default_value("tp_overlap", tp_overlap, "tp_overlap", low=0, high=1)
-    bucket = default_value("dp_bucket_bytes", bucket_bytes, "bucket_bytes", low=1)
-    res = default_value("memory_reserve_fraction", reserve, "reserve", low=0, high=1,
-                   high_inclusive=False)
-    nv = check_flag("nvls", nvls)
+    eta, dpo, tpo, bucket, res, nv = step_options(
+        s_, mfu=mfu, precision=precision, dp_overlap=dp_overlap, tp_overlap=tp_overlap,
+        bucket_bytes=bucket_bytes, reserve=reserve, nvls=nvls)
     gb, wb = assumption("grad_bytes"), assumption("weight_bytes")
     valid, invalid = [], []
     for tp in _divisors(n):

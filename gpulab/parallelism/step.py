@@ -179,6 +179,23 @@ def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucke
                     tuple(notes), eff, eff_logits, precision)
 
 
+def step_options(system, *, mfu, precision, dp_overlap, tp_overlap, bucket_bytes,
+                 reserve, nvls):
+    """The step options shared by :func:`step_time` and the chooser, checked, with the
+    documented defaults filled in: ``(mfu or None, dp_overlap, tp_overlap,
+    bucket_bytes, reserve, nvls)``."""
+    eta = None if mfu is None else as_number("mfu", mfu, low=0, high=1,
+                                             low_inclusive=False, allow_array=False)
+    check_choice("precision", precision, PRECISIONS)
+    peak_flops(system.gpu_spec, precision)
+    dpo = default_value("dp_overlap", dp_overlap, "dp_overlap", low=0, high=1)
+    tpo = default_value("tp_overlap", tp_overlap, "tp_overlap", low=0, high=1)
+    bucket = default_value("dp_bucket_bytes", bucket_bytes, "bucket_bytes", low=1)
+    res = default_value("memory_reserve_fraction", reserve, "reserve", low=0, high=1,
+                        high_inclusive=False)
+    return eta, dpo, tpo, bucket, res, check_flag("nvls", nvls)
+
+
 @finite_answer
 def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None,
               zero=0, sequence_parallel=False, recompute="none", mfu=None,
@@ -285,16 +302,9 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     z = check_zero(zero)
     sp = check_flag("sequence_parallel", sequence_parallel)
     check_choice("recompute", recompute, RECOMPUTE)
-    eta = None if mfu is None else as_number("mfu", mfu, low=0, high=1,
-                                             low_inclusive=False, allow_array=False)
-    check_choice("precision", precision, PRECISIONS)
-    peak_flops(s_.gpu_spec, precision)
-    dpo = default_value("dp_overlap", dp_overlap, "dp_overlap", low=0, high=1)
-    tpo = default_value("tp_overlap", tp_overlap, "tp_overlap", low=0, high=1)
-    bucket = default_value("dp_bucket_bytes", bucket_bytes, "bucket_bytes", low=1)
-    res = default_value("memory_reserve_fraction", reserve, "reserve", low=0, high=1,
-                   high_inclusive=False)
-    nv = check_flag("nvls", nvls)
+    eta, dpo, tpo, bucket, res, nv = step_options(
+        s_, mfu=mfu, precision=precision, dp_overlap=dp_overlap, tp_overlap=tp_overlap,
+        bucket_bytes=bucket_bytes, reserve=reserve, nvls=nvls)
     why = structural_reasons(m, s_, lay, lay.n_gpus, gbatch, b, s, sp)
     if why:
         raise ValueError(f"layout {lay} cannot run: {'; '.join(why)}")
