@@ -232,11 +232,12 @@ def assumption_record(table, name):
     """
     import copy
 
-    check_choice("table", table, ASSUMPTION_TABLES)
+    return copy.deepcopy(_assumption_node(table, name))
+
+
+@functools.lru_cache(maxsize=4096)
+def _lookup(table, name):
     fname = ASSUMPTION_TABLES[table]
-    if not isinstance(name, str) or not name.strip("/."):
-        raise ValueError(f"name must be a path in {fname} such as "
-                         f"'a/b'; got {name!r}")
     keys = name.strip("/.").replace(".", "/").split("/")
     node = _assumption_table(table)
     for i, key in enumerate(keys):
@@ -246,7 +247,17 @@ def assumption_record(table, name):
             raise ValueError(f"name must name an entry of {fname}; {key!r} is not "
                              f"under {where} (keys: {', '.join(have)})")
         node = node[key]
-    return copy.deepcopy(node)
+    return node
+
+
+def _assumption_node(table, name):
+    """The stored node (not a copy: callers must not change it), looked up once
+    per (table, name): the models read constants in their inner loops."""
+    check_choice("table", table, ASSUMPTION_TABLES)
+    if not isinstance(name, str) or not name.strip("/."):
+        raise ValueError(f"name must be a path in {ASSUMPTION_TABLES[table]} such as "
+                         f"'a/b'; got {name!r}")
+    return _lookup(table, name)
 
 
 def assumption(table, name):
@@ -263,10 +274,15 @@ def assumption(table, name):
     >>> assumption("nccl", "protocols/LL128/bandwidth")
     0.92
     """
-    node = assumption_record(table, name)
+    import copy
+
+    node = _assumption_node(table, name)
     if isinstance(node, dict) and "value" in node:
-        return node["value"]
-    return node
+        node = node["value"]
+    # numbers and strings are immutable; containers are copied so that callers
+    # cannot change the stored table
+    return node if isinstance(node, (int, float, str, bool, type(None))) \
+        else copy.deepcopy(node)
 
 
 def read_data_text(name: str) -> str:

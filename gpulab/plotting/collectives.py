@@ -408,30 +408,6 @@ def _place_note(ax, note, x, y, *, right):
     note.set_va(va)
 
 
-def prediction_blit_parts(ax):
-    """For a fast redraw of :func:`plot_collective_prediction` on ``ax``.
-
-    Returns ``(dynamic, key)``: the artists that change with every update
-    (drawn on top of a cached background) and a key of everything else (the
-    background can be reused while the key is unchanged), or None if ``ax``
-    holds no such plot.
-    """
-    st = getattr(ax, "_gpulab_state", None)
-    if not st or st["kind"] != "collective_prediction" \
-            or st["sentinel"] not in ax.patches:
-        return None
-    art = st["artists"]
-    dynamic = [art["base"], *art["dots"].values(), art["marker"], art["note"]]
-    leg = ax.get_legend()
-    key = (id(ax), ax.get_yscale(), ax.get_ylabel(), ax.get_xlim(), ax.get_ylim(),
-           art["rate"].get_visible(), tuple(art["rate"].get_ydata()),
-           art["rate_note"].get_text(), art["rate_note"].get_position(),
-           tuple(t.get_text() for t in leg.texts) if leg else (),
-           leg._loc if leg else None, ax.figure.dpi,
-           tuple(ax.figure.get_size_inches()))
-    return dynamic, key
-
-
 def plot_collective_comparison(measured=None, predicted=None, *, metric="busbw",
                                line_rate=None, colors=None, markers=None,
                                ax=None):

@@ -84,7 +84,12 @@ def bytes_axis(axis, *, binary=True):
         axis.axes.set_xscale("log", base=2)
     else:
         axis.axes.set_yscale("log", base=2)
-    axis.set_major_locator(LogLocator(base=4))
+    # at most about 1.6 labels per inch of axis ("256 MiB" is ~0.45 in wide at 10 pt):
+    # LogLocator then labels every 16x instead of every 4x on narrow panels
+    ax = axis.axes
+    bounds = ax.get_position().width if axis is ax.xaxis else ax.get_position().height
+    inches = bounds * (ax.figure.get_size_inches()[0 if axis is ax.xaxis else 1])
+    axis.set_major_locator(LogLocator(base=4, numticks=max(3, int(inches * 1.6))))
     axis.set_major_formatter(FuncFormatter(
         lambda v, _p: units.fmt_bytes(v, binary=binary) if v > 0 else ""))
     axis.set_minor_formatter(FuncFormatter(lambda v, _p: ""))

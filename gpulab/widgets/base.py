@@ -17,8 +17,89 @@ MSG_STYLE = ("color:#8a1c1c;background:#fdecea;border:1px solid #f5c2c0;"
               "padding:4px 8px;border-radius:4px")
 
 
+def _text(t):
+    return (t.get_text(), t.get_visible(), t.get_color())
+
+
+def _handle_key(h):
+    return tuple(str(getattr(h, f, lambda: None)())
+                 for f in ("get_color", "get_facecolor", "get_edgecolor",
+                           "get_linestyle", "get_marker"))
+
+
+def _axes_key(ax):
+    """What the static part of ``ax`` (frame, grid, ticks, labels, titles, legend)
+    looks like: equal keys draw equal backgrounds."""
+    leg = ax.get_legend()
+    legend = None if leg is None else (
+        leg.get_visible(), tuple(_text(t) for t in leg.get_texts()),
+        tuple(_handle_key(h) for h in leg.legend_handles),
+        _text(leg.get_title()), str(leg.get_bbox_to_anchor()),
+        # where the legend sits (matplotlib has no public getter; plots that
+        # move their legend, like the collective explorer's, change it)
+        str(getattr(leg, "_loc", None)))
+    return (ax.get_visible(), ax.axison, ax.get_position().bounds,
+            ax.get_xlim(), ax.get_ylim(), ax.get_xscale(), ax.get_yscale(),
+            ax.get_xlabel(), ax.get_ylabel(),
+            tuple(ax.get_title(loc=loc) for loc in ("left", "center", "right")),
+            tuple(ax.get_xticks()), tuple(map(_text, ax.get_xticklabels())),
+            tuple(ax.get_yticks()), tuple(map(_text, ax.get_yticklabels())),
+            tuple(g.get_visible() for g in ax.get_xgridlines()),
+            tuple(g.get_visible() for g in ax.get_ygridlines()),
+            ax.xaxis.get_visible(), ax.yaxis.get_visible(), legend)
+
+
+def split_figure(fig):
+    """Split a figure into its static key and its dynamic artists, for blitting.
+
+    Static (drawn once per distinct key, cached): the axes' backgrounds, grids,
+    ticks, tick and axis labels, titles, legends and figure texts; these cost
+    most of a redraw (each text is a font layout and a glyph render). Dynamic
+    (drawn every update, in z-order): the data artists (lines, bars, texts,
+    collections) and the spines, which lie over the data.
+    """
+    from matplotlib.axis import Axis
+    from matplotlib.legend import Legend
+    from matplotlib.text import Text
+
+    key = [tuple(fig.get_size_inches()),
+           tuple((_text(t), t.get_position()) for t in fig.texts)]
+    dynamic = []
+    for ax in fig.axes:
+        key.append(_axes_key(ax))
+        texts = {id(t) for t in ax.texts}
+        # static: frame, axes (grid, ticks, labels), legend, titles (the Text
+        # children that are not ax.texts)
+        static = {id(c) for c in ax.get_children()
+                  if isinstance(c, (Axis, Legend)) or c is ax.patch
+                  or (isinstance(c, Text) and id(c) not in texts)}
+        arts = [c for c in ax.get_children() if id(c) not in static]
+        dynamic.extend(sorted(arts, key=lambda a: a.get_zorder()))
+    return tuple(key), dynamic
+
+
+def _png(canvas):
+    """The canvas as PNG bytes (RGB: the figure is opaque; zlib level 1)."""
+    from PIL import Image
+
+    w, h = canvas.get_width_height()
+    img = Image.frombuffer("RGBA", (w, h), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    buf = io.BytesIO()
+    img.convert("RGB").save(buf, format="png", compress_level=1)
+    return buf.getvalue()
+
+
 class PNGView:
-    """A persistent Agg figure rendered to PNG bytes into an Image widget."""
+    """A persistent Agg figure rendered to PNG bytes into an Image widget.
+
+    Updates are blitted: the static part of the figure (see
+    :func:`split_figure`) is drawn once per distinct look and cached (at most
+    ``_CACHE`` backgrounds, least recently used dropped); each update restores
+    it and draws only the dynamic artists. The image equals a full redraw
+    (tests/widgets/test_blit.py compares them for every explorer).
+    """
+
+    _CACHE = 24
 
     def __init__(self, figsize=(6.4, 3.4), dpi=100):
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -29,18 +110,32 @@ class PNGView:
         FigureCanvasAgg(self.fig)
         self.ax = self.fig.add_subplot()
         self.image = W.Image(format="png", layout=W.Layout(max_width="100%"))
+        self._backgrounds = {}
 
     def render(self, draw):
         import matplotlib as mpl
 
-        # "standard" bbox: a tight bbox would cost a second full draw per update
-        with mpl.rc_context({**plotting.STYLE, "savefig.bbox": "standard"}):
+        canvas = self.fig.canvas
+        with mpl.rc_context({**plotting.STYLE, "legend.loc": "upper right"}):
             draw(self.ax)          # plot_* functions update their artists in place
-            buf = io.BytesIO()
-            # fixed layout and fast zlib level: ~2x faster than constrained + default
-            self.fig.savefig(buf, format="png", dpi=self.fig.dpi,
-                             pil_kwargs={"compress_level": 1})
-        self.image.value = buf.getvalue()
+            for ax in self.fig.axes:
+                ax.set_axisbelow(True)   # grid under the data, as the book draws it
+            key, dynamic = split_figure(self.fig)
+            restore_background(self, canvas, dynamic, key)
+            renderer = canvas.get_renderer()
+            for a in dynamic:
+                if a.get_visible():
+                    a.draw(renderer)
+        self.image.value = _png(canvas)
+
+    def full_render(self):
+        """PNG bytes of a complete redraw of the current figure (no cache):
+        the reference the blitted image must equal."""
+        import matplotlib as mpl
+
+        with mpl.rc_context({**plotting.STYLE, "legend.loc": "upper right"}):
+            self.fig.canvas.draw()
+        return _png(self.fig.canvas)
 
 
 class Explorer(W.VBox):
@@ -162,48 +257,6 @@ def restore_background(view, canvas, dynamic, key):
     view._backgrounds[key] = bg
 
 
-class BlitPNGView(PNGView):
-    """A :class:`PNGView` that caches the static part of the figure.
-
-    Axes, ticks, labels, legend and reference lines are drawn once per
-    distinct state (a small LRU cache of backgrounds); each update restores
-    the background and draws only the data artists, then encodes the PNG
-    from the canvas buffer. About three times faster than a full draw.
-    """
-
-    _CACHE = 16
-
-    def __init__(self, parts, **kw):
-        super().__init__(**kw)
-        self._parts = parts              # ax -> (dynamic artists, key) or None
-        self._backgrounds = {}
-
-    def render(self, draw):
-        import matplotlib as mpl
-        from PIL import Image
-
-        canvas = self.fig.canvas
-        with mpl.rc_context({**plotting.STYLE, "savefig.bbox": "standard"}):
-            draw(self.ax)
-            # fixed label positions: no tick-label layout pass to place them
-            self.ax.xaxis.set_label_coords(0.5, -0.115)
-            self.ax.yaxis.set_label_coords(-0.085, 0.5)
-            parts = self._parts(self.ax)
-            if parts is None:                       # not the expected plot
-                return super().render(lambda ax: None)
-            dynamic, key = parts
-            restore_background(self, canvas, dynamic, key)
-            for a in dynamic:
-                if a.get_visible():
-                    self.ax.draw_artist(a)
-            w, h = canvas.get_width_height()
-            buf = io.BytesIO()
-            Image.frombuffer("RGBA", (w, h), canvas.buffer_rgba(), "raw",
-                             "RGBA", 0, 1).save(buf, format="png",
-                                                compress_level=1)
-        self.image.value = buf.getvalue()
-
-
 def set_ranks(explorer, n_gpus, value):
     """Re-bound ``explorer``'s ranks slider to ``n_gpus`` and set it to ``value``
     without triggering an update per change (the caller updates once)."""
@@ -228,14 +281,8 @@ def system_ranks_controls(system, n_ranks, ranks_label, style):
 
 
 class TwoPanelView(PNGView):
-    """Two stacked Axes (memory on top, step time below) redrawn by blitting.
-
-    Axes, ticks and legends are drawn once per pair of x limits (the plot
-    functions round the limits to a few values) and cached; each update restores
-    that background and draws only the bars, their texts and the memory lines.
-    """
-
-    _CACHE = 32
+    """Two stacked Axes (memory on top, step time below), blitted like any
+    :class:`PNGView` (``ax`` is the upper one; ``ax_step`` the lower)."""
 
     def __init__(self, figsize=(7.2, 4.4), dpi=100):
         super().__init__(figsize=figsize, dpi=dpi)
@@ -247,38 +294,3 @@ class TwoPanelView(PNGView):
         self.ax = self.ax_memory
         self.fig.subplots_adjust(left=0.13, right=0.66, top=0.92, bottom=0.11,
                                  hspace=0.75)
-        self._backgrounds = {}
-
-    def _dynamic(self):
-        arts, key = [], []
-        for ax in (self.ax_memory, self.ax_step):
-            st = getattr(ax, "_gpulab_state", None)
-            if st is None:
-                return None, None
-            for group in st["artists"]:
-                for a in group:
-                    arts.extend(a.patches if hasattr(a, "patches") else [a])
-            key.append((ax.get_xlim(), id(st["sentinel"]),
-                        tuple(t.get_text() for t in ax.get_yticklabels())))
-        return arts, tuple(key)
-
-    def render(self, draw):
-        import matplotlib as mpl
-        from PIL import Image
-
-        canvas = self.fig.canvas
-        with mpl.rc_context({**plotting.STYLE, "savefig.bbox": "standard"}):
-            draw(self.ax)
-            dynamic, key = self._dynamic()
-            if dynamic is None:                       # pragma: no cover
-                return super().render(lambda ax: None)
-            restore_background(self, canvas, dynamic, key)
-            renderer = canvas.get_renderer()
-            for a in dynamic:
-                if a.get_visible():
-                    a.draw(renderer)
-            w, h = canvas.get_width_height()
-            buf = io.BytesIO()
-            Image.frombuffer("RGBA", (w, h), canvas.buffer_rgba(), "raw", "RGBA",
-                             0, 1).save(buf, format="png", compress_level=1)
-        self.image.value = buf.getvalue()

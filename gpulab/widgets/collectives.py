@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 
 import ipywidgets as W
-from .base import BlitPNGView, Explorer, PNGView, set_ranks, system_ranks_controls
+from .base import Explorer, PNGView, set_ranks, system_ranks_controls
 from .. import collectives, plotting, systems, units
 
 
@@ -57,8 +57,7 @@ class _CollectiveExplorer(Explorer):
         }
         self.sizes = np.array(COLLECTIVE_SIZES, dtype=float)
         self.prediction = None
-        super().__init__(controls, BlitPNGView(
-            plotting.prediction_blit_parts, figsize=(6.4, 3.4)))
+        super().__init__(controls, PNGView(figsize=(6.4, 3.4)))
         controls["system"].observe(self._on_system, names="value")
         self.update()
 

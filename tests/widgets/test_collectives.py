@@ -8,7 +8,6 @@ figure (same model call, same plot function).
 from __future__ import annotations
 
 import inspect
-import io
 import math
 import os
 
@@ -212,22 +211,7 @@ def test_initial_state_equals_the_chapter_figure():
         [t.get_text() for t in ax.get_legend().texts]
 
 
-def test_fast_redraw_matches_a_full_draw():
-    from PIL import Image
-
-    w = widgets.collective_explorer()
-    for v in (units.KiB, units.GiB, 64 * units.MiB):       # cached background
-        w.controls["message_bytes"].value = v
-    fast = np.asarray(Image.open(io.BytesIO(_png(w))), dtype=int)
-    import matplotlib as mpl
-
-    with mpl.rc_context({**plotting.STYLE, "savefig.bbox": "standard"}):
-        buf = io.BytesIO()
-        w.view.fig.savefig(buf, format="png", dpi=w.view.fig.dpi)
-    full = np.asarray(Image.open(buf), dtype=int)
-    assert fast.shape == full.shape
-    differ = np.abs(fast - full).max(axis=2) > 8
-    assert differ.mean() < 0.002                        # antialiasing only
+# The blitted image against a full redraw: tests/widgets/test_blit.py (every explorer).
 
 
 # --- plot functions -------------------------------------------------------------------------
