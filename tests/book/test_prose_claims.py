@@ -118,3 +118,30 @@ def test_nccl_1455_is_cited_as_what_it_is():
     assert "intranode allreduce performance with {SHArP}" in bib
     assert "https://github.com/NVIDIA/nccl-tests/issues/212" in bib
     assert "{H100} all reduce performance is poor" in bib
+
+
+def _paragraphs(text):
+    return [p for p in re.split(r"\n\s*\n", text) if p.strip()]
+
+
+def test_nvls_threshold_is_an_observation_not_nccls_rule():
+    """NCCL's source switches NVLS off only on nodes of <= 2 GPUs (nvls.cc); the model's
+    min_ranks is what public runs saw NCCL's tuner do on 8x H100/H200. Every paragraph
+    that quotes the model's threshold says it is an observation and gives NCCL's rule or
+    says NCCL may still choose NVLS; no page states the observation as NCCL's."""
+    observed = collectives.model_constant("nvls/min_ranks")
+    nccl_off = collectives.model_constant("nccl_source/nvls_off_max_gpus_2_28_3")
+    assert observed > nccl_off + 1                    # two different numbers
+    assert "not ours" in specs.assumption_record("nccl", "nvls")["min_ranks_source"]
+    chapter = _text(ROOT / "book" / "in_network_reduction.md")
+    quoting = [p for p in _paragraphs(chapter) if "in_nvls_min`" in p]
+    assert quoting, "the chapter no longer quotes the model's NVLS threshold"
+    for para in quoting:
+        assert "observ" in para, para[:200]
+        assert "in_nccl_nvls_off`" in para or "NCCL itself" in para, para[:200]
+    assert "in_nccl_nvls_off`" in chapter
+    for page in PAGES:
+        text = re.sub(r"\s+", " ", _text(page))
+        for wrong in ("NCCL uses NVLS from", "NCCL enables NVLS from", "NVLS from 5",
+                      "NVLS from five", "NVLS needs at least", "NCCL disables NVLS below"):
+            assert wrong not in text, (page.name, wrong)
