@@ -550,7 +550,8 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
     8-GPU LL time (bound)              public 8x H20 nccl-tests (DeepEP#303)
     8-GPU e_c, NVLS constants          public 8x H200 sweep (ml-engineering; a
                                        PyTorch benchmark: used from 64 MiB)
-    NVLS algbw = 0.61 x line rate      NVIDIA/nccl#1455 (8x H100: ~480 busbw)
+    NVLS algbw = 0.61 x line rate      NVIDIA/nccl-tests#212 (an NCCL maintainer:
+                                       8x H100 algbw ~275, busbw ~480 GB/s)
     =================================  ==============================================
 
     Examples

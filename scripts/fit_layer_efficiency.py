@@ -163,7 +163,10 @@ def document():
            "2026-12-01; 192 shapes per precision); the held-out grid (layer_holdout.csv) "
            "is not used in the fit")
     doc = {"reference": {
-        "gpu": "H200",
+        "gpu": {"value": "H200", "kind": "measured",
+                "meaning": "GPU the layer shards were measured on; other GPUs are scaled from it",
+                "source": f"Ours: gpulab/data/{RUN}/layer_fit.csv (1x H200 SXM, 2026-12-01)",
+                "accessed": "2026-12-01"},
         "bf16_peak_flops": {"value": PEAK["bf16"], "kind": "spec",
                             "meaning": "Dense BF16 peak the efficiencies are fractions of [FLOP/s]",
                             "source": "gpulab/data/gpus.csv, H200 row", "accessed": "2026-12-01"},

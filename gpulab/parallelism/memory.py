@@ -229,6 +229,17 @@ class TrainingMemory:
                 "optimizer": self.optimizer, "activations": self.activations,
                 "total": self.total}
 
+    @property
+    def adam_m(self):
+        """Adam's first moment (momentum): half of :attr:`adam`, since m and v are
+        both kept in fp32 (``adam_state_bytes`` = 4 + 4). [B]"""
+        return self.adam / 2
+
+    @property
+    def adam_v(self):
+        """Adam's second moment (variance): the other half of :attr:`adam`. [B]"""
+        return self.adam / 2
+
     def breakdown(self):
         """Every part: weights, gradients, master, grad_copy, adam, activations
         and total. [B]"""

@@ -132,13 +132,19 @@ def plot_bucket_time(bucket_bytes, total_time, *, chosen, one_call_time=None,
     ax.set_ylim(lo * 1e3 / 1.5, hi * 1e3 * 2.0)
     return ax
 
-#: Parts of a training GPU's memory (attribute, legend label, colour), left to right.
-_CH7_MEMORY_PARTS = (("weights", "weights", "#2f6db3"),
+#: Parts of a training GPU's memory as Megatron-LM's distributed-optimizer accounting
+#: counts them (TrainingMemory attribute, legend label, colour), left to right: the
+#: optimizer's share is its fp32 master weights, the fp32 gradient copy (kept only for
+#: 16-bit gradients; drawn only where some bar has one) and Adam's m and v.
+_MEMORY_PARTS = (("weights", "weights", "#2f6db3"),
                  ("gradients", "gradients", "#8fb3e0"),
-                 ("optimizer", "optimizer states", "#7b4fa0"),
+                 ("master", "fp32 master weights", "#4b2474"),
+                 ("grad_copy", "fp32 gradient copy", "#7b4fa0"),
+                 ("adam_m", "Adam m (fp32)", "#a983cf"),
+                 ("adam_v", "Adam v (fp32)", "#d5c2ea"),
                  ("activations", "activations", "#e0a100"))
 #: Parts of a step time (StepTime.components() key, legend label, colour).
-_CH7_STEP_PARTS = (("compute", "compute", COLORS["compute"]),
+_STEP_BREAKDOWN_PARTS = (("compute", "compute", COLORS["compute"]),
                ("tp_comm", "TP communication", COLORS["comm"]),
                ("pp_comm", "PP communication", COLORS["ib"]),
                ("dp_comm", "DP communication (exposed)", COLORS["pcie"]),
@@ -233,8 +239,11 @@ def _stacked_barh(ax, kind, key, labels, parts, values, end_texts, xlabel):
 
 
 def plot_memory_breakdown(results, *, capacity=None, usable=None, ax=None):
-    """Stacked bars of training memory per GPU: weights, gradients, optimizer
-    states and activations, against the GPU's memory.
+    """Stacked bars of training memory per GPU, against the GPU's memory.
+
+    One labelled segment per part of Megatron-LM's accounting: weights, gradients,
+    fp32 master weights, the fp32 gradient copy (only where some bar has one), Adam's
+    m and v, and activations (:class:`gpulab.parallelism.TrainingMemory`).
 
     Calling it again on the same Axes with the same labels updates the bars, texts
     and lines in place (the layout explorer redraws this way).
@@ -267,13 +276,15 @@ def plot_memory_breakdown(results, *, capacity=None, usable=None, ax=None):
         limits.append(v)
     cap, use = limits
     ax = new_axes(ax)
+    parts = tuple(p for p in _MEMORY_PARTS if p[0] != "grad_copy"
+                  or any(m.grad_copy > 0 for _l, m in rows))
     values = [np.array([getattr(m, k) for _l, m in rows]) / units.GB
-              for k, _n, _c in _CH7_MEMORY_PARTS]
+              for k, _n, _c in parts]
     totals = np.array([m.total for _l, m in rows]) / units.GB
     ends = [f"{t:.1f} GB" for t in totals]
-    key = (len(rows),)
+    key = (len(rows), tuple(k for k, _n, _c in parts))
     ax, _left, old = _stacked_barh(ax, "memory_breakdown", key,
-                                   [lab for lab, _m in rows], _CH7_MEMORY_PARTS,
+                                   [lab for lab, _m in rows], parts,
                                    values, ends, "Memory per GPU [GB]")
     if old is None:
         lines = [ax.axvline(0, color="#222222", lw=1.4, visible=False, zorder=3),
@@ -326,11 +337,13 @@ def plot_step_breakdown(step_times, *, ax=None):
     rows = _result_rows(step_times, "step_times", "step")
     ax = new_axes(ax)
     comps = [st.components() for _l, st in rows]
-    values = [np.array([c[k] for c in comps]) for k, _n, _c in _CH7_STEP_PARTS]
+    values = [np.array([c[k] for c in comps])
+              for k, _n, _c in _STEP_BREAKDOWN_PARTS]
     ends = [f"{st.total:.2f} s, MFU {st.mfu:.0%}" for _l, st in rows]
     key = (len(rows),)
     ax, left, _old = _stacked_barh(ax, "step_breakdown", key,
-                                   [lab for lab, _s in rows], _CH7_STEP_PARTS, values,
+                                   [lab for lab, _s in rows], _STEP_BREAKDOWN_PARTS,
+                                   values,
                                    ends, "Step time [s]")
     ax.set_xlim(0, _nice_ceil(float(left.max()) * 1.4))
     return ax

@@ -58,7 +58,7 @@ _PCIE_FLAG_BAD = [None, 1, 0, "yes", [True]]
 _PCIE_DLLP_BAD = [-0.1, 0.6, NAN, INF, "0.03", True, [0.1, 0.2]]
 _SYSTEM_BAD = [None, 3, True, "", "no-such-system", "HGX-H200", ["hgx-h200"], "/"]
 _SYSTEMS_YAML = specs.read_data_text("systems.yaml")
-_SYSTEMS_FILE = str(Path(systems.__file__).with_name("data") / "systems.yaml")
+_SYSTEMS_FILE = str(Path(specs.__file__).with_name("data") / "systems.yaml")
 
 CASES = [
     # --- specs: the one accessor of the model assumptions ------------------------------

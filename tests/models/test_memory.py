@@ -133,6 +133,9 @@ def test_training_memory_uses_the_per_parameter_bytes(tp, pp, d, z, p):
     for k in par.STATE_PARTS:
         assert m.breakdown()[k] == pytest.approx(psi * per[k])
     assert m.optimizer == pytest.approx(m.master + m.grad_copy + m.adam)
+    # Adam's m and v: one fp32 value each per parameter, sharded like the rest
+    d_o = d if z >= 1 else 1
+    assert m.adam_m == m.adam_v == pytest.approx(psi * 4 / d_o)
     assert m.total == pytest.approx(psi * per["total"] + m.activations)
     assert sum(v for k, v in m.breakdown().items() if k != "total") \
         == pytest.approx(m.total)

@@ -215,33 +215,42 @@ def test_read_data_text_reads_package_data():
 
 
 # --- where each number comes from -----------------------------------------------------
-#: The assumption records that must say what kind of number they are: every record of
-#: these tables, plus the listed records of the parallelism table (its other records
-#: are described in gpulab/data/README.md as pending). nccl_model.yaml keeps plain
-#: values with one source per block and is checked by its own tests.
-KIND_TABLES = ("course", "topology", "pcie")
-KIND_RECORDS = {"parallelism": ("memory_reserve_fraction",)}
+#: The assumption tables made of ``{value, kind, meaning, source, accessed}`` records:
+#: every record must say what kind of number it is. nccl_model.yaml keeps plain values
+#: with one kind and one source per block (checked below by block).
+KIND_TABLES = tuple(t for t in specs.ASSUMPTION_TABLES if t != "nccl")
 CSV_FILES = ("gpus.csv", "nvlink.csv", "pcie.csv", "nics.csv", "cpu_links.csv")
 
 
 def _records(node, path=()):
-    """Every ``{value, ...}`` record under ``node`` with its path."""
+    """Every ``{value, ...}`` record under ``node`` with its path. A plain value outside
+    a record (``name: 3``, which would carry no kind or source) comes back as a record
+    without ``kind`` so that the provenance check reports it."""
     if isinstance(node, dict) and "value" in node:
         yield "/".join(path), node
     elif isinstance(node, dict):
         for k, v in node.items():
-            if isinstance(v, dict):
-                yield from _records(v, path + (str(k),))
+            yield from _records(v, path + (str(k),))
+    else:
+        yield "/".join(path), {"value": node}
 
 
-def _assumption_records():
+def _assumption_records(tables=None):
     out = []
-    for table in KIND_TABLES:
+    for table in tables or KIND_TABLES:
         doc = yaml.safe_load(specs.read_data_text(specs.ASSUMPTION_TABLES[table]))
         out += [(table, path, rec) for path, rec in _records(doc)]
-    for table, names in KIND_RECORDS.items():
-        out += [(table, n, specs.assumption_record(table, n)) for n in names]
     return out
+
+
+def _nccl_blocks(doc):
+    """(block, kind, source, accessed) of every block of nccl_model.yaml: a top-level
+    mapping; its kind and source sit inside it or beside it as ``<block>_kind`` and
+    ``<block>_source``; its date inside it or the file's top-level ``accessed``."""
+    return [(name, block.get("kind", doc.get(f"{name}_kind")),
+             block.get("source", doc.get(f"{name}_source")),
+             block.get("accessed", doc.get("accessed")))
+            for name, block in doc.items() if isinstance(block, dict)]
 
 
 def _check_provenance(where, kind, source, accessed):
@@ -263,11 +272,45 @@ def test_every_csv_row_declares_kind_source_and_date(name):
 
 def test_every_assumption_record_declares_kind_source_and_date():
     recs = _assumption_records()
-    assert len(recs) > 25                       # the walk found the records
+    assert {t for t, _, _ in recs} == set(KIND_TABLES)
+    assert len(recs) > 60                       # the walk found the records
     for table, path, rec in recs:
         _check_provenance(f"{table}:{path}", rec.get("kind"), rec.get("source"),
                           rec.get("accessed"))
         assert rec.get("meaning", "").strip(), f"{table}:{path}: no meaning"
+
+
+def test_every_nccl_model_block_declares_kind_and_source():
+    doc = yaml.safe_load(specs.read_data_text(specs.ASSUMPTION_TABLES["nccl"]))
+    blocks = _nccl_blocks(doc)
+    assert {b[0] for b in blocks} >= {"protocols", "transports", "nccl_tuning", "nvls",
+                                      "audit", "nccl_source"}
+    for name, kind, source, accessed in blocks:
+        _check_provenance(f"nccl_model.yaml:{name}", kind, source, accessed)
+    kinds = {b[0]: b[1] for b in blocks}
+    assert kinds["nccl_source"] == "spec"       # read from NCCL's code
+    assert kinds["nvls"] == "assumed"           # min_ranks: a public observation, applied
+
+
+def test_provenance_checks_catch_a_record_without_kind(monkeypatch):
+    """The walks above fail on a record that lacks ``kind``, on a bare value outside a
+    record, and on an nccl_model.yaml block without a kind."""
+    doc = {"a": {"value": 1, "meaning": "m", "source": "s", "accessed": "2026-12-01"},
+           "b": {"c": 2}}
+    found = dict(_records(doc))
+    assert set(found) == {"a", "b/c"}
+    for rec in found.values():
+        with pytest.raises(AssertionError, match="kind"):
+            _check_provenance("x", rec.get("kind"), rec.get("source"), rec.get("accessed"))
+    nccl = {"accessed": "2026-12-01", "blk": {"x": 1}, "blk_source": "somewhere"}
+    (_, kind, source, accessed), = _nccl_blocks(nccl)
+    with pytest.raises(AssertionError, match="kind"):
+        _check_provenance("blk", kind, source, accessed)
+    real = specs.read_data_text
+    monkeypatch.setattr(specs, "read_data_text", lambda name: real(name).replace(
+        "  kind: assumed\n", "", 1) if name == "parallelism_assumptions.yaml" else real(name))
+    with pytest.raises(AssertionError, match="kind"):
+        test_every_assumption_record_declares_kind_source_and_date()
 
 
 def test_kind_is_exposed_on_every_record():

@@ -129,9 +129,11 @@ def test_control_reaches_model(step, control, value, param, expected):
     # a layout that does not fit is drawn, with the shortfall in the message
     assert _msg(w) == "" if real.fits else "does not fit" in _msg(w)
     mem = [p.get_width() for p in w.view.ax_memory.patches]
+    parts = [k for k in ("weights", "gradients", "master", "grad_copy", "adam_m",
+                         "adam_v", "activations")
+             if k != "grad_copy" or real.memory.grad_copy > 0]
     np.testing.assert_allclose(
-        mem, [getattr(real.memory, k) / GB for k in
-              ("weights", "gradients", "optimizer", "activations")], rtol=1e-12)
+        mem, [getattr(real.memory, k) / GB for k in parts], rtol=1e-12)
     np.testing.assert_allclose(_widths(w.view.ax_step),
                                list(real.components().values()), rtol=1e-12)
 
@@ -200,11 +202,15 @@ def test_plot_memory_breakdown_bars_lines_and_in_place():
     fig, ax = plt.subplots()
     plotting.plot_memory_breakdown(sts, capacity=80e9, usable=72e9, ax=ax)
     first = list(ax.patches)
-    w = np.array(_widths(ax)).reshape(4, 5)
-    for i, k in enumerate(("weights", "gradients", "optimizer", "activations")):
+    parts = ("weights", "gradients", "master", "adam_m", "adam_v", "activations")
+    w = np.array(_widths(ax)).reshape(len(parts), 5)     # bf16/fp32: no grad copy
+    for i, k in enumerate(parts):
         np.testing.assert_allclose(w[i], [getattr(s.memory, k) / GB for s in sts],
                                    rtol=1e-12)
     np.testing.assert_allclose(w.sum(axis=0), [s.memory.total / GB for s in sts])
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "weights", "gradients", "fp32 master weights", "Adam m (fp32)",
+        "Adam v (fp32)", "activations"]
     assert [t.get_text() for t in ax.get_yticklabels()] == \
         [str(s.layout) for s in sts]
     assert ax.lines[0].get_xdata()[0] == 80 and ax.lines[1].get_xdata()[0] == 72
@@ -217,7 +223,12 @@ def test_plot_memory_breakdown_bars_lines_and_in_place():
     assert ax.lines[0].get_xdata()[0] == 141 and not ax.lines[1].get_visible()
     mem = parallelism.training_memory("13b", 8)
     ax2 = plotting.plot_memory_breakdown(mem)
-    assert len(ax2.patches) == 4
+    assert len(ax2.patches) == 6
+    fp16 = parallelism.training_memory("13b", 8, param_dtype="fp16", grad_dtype="fp16")
+    ax4 = plotting.plot_memory_breakdown(fp16)              # 16-bit gradients
+    assert len(ax4.patches) == 7
+    assert ax4.patches[3].get_width() == pytest.approx(fp16.grad_copy / GB)
+    assert "fp32 gradient copy" in [t.get_text() for t in ax4.get_legend().get_texts()]
     r = parallelism.rank_layouts("13b", "hgx-h200", global_batch=64)
     ax3 = plotting.plot_memory_breakdown([("best", r.best)])
     assert ax3.get_yticklabels()[0].get_text() == "best"

@@ -1,394 +1,21 @@
-"""System presets: what a whole server looks like to the copy and collective models.
-
-A :class:`System` bundles the GPU, its NVLink fabric, its PCIe host link and the
-measured or cited efficiencies of host<->device and GPU<->GPU copies. Presets live
-in ``gpulab/data/systems.yaml``; a user describes their own server in a YAML file
-with the same schema and loads it with :func:`load` (or passes its path wherever a
-system name is accepted, see :func:`resolve`).
-
-Schema of one system (all keys required unless marked optional)::
-
-    systems:
-      my-server:
-        description: "8x H100 SXM5 with NVSwitch"
-        gpu: H100                  # a name from gpulab.specs.gpu_names()
-        gpu_variant: SXM5 80GB     # optional: a variant from gpulab.specs.gpu_variants(gpu)
-                                   # selects that row; other text is a note
-        n_gpus: 8                  # GPUs in the whole system
-        gpus_per_node: 8
-        nvlink:
-          generation: 4
-          links_per_gpu: 18
-          fabric: nvswitch         # or hybrid_cube_mesh / mesh / none
-          nvls: true               # optional (default false): in-switch reduction
-          domain_gpus: 8           # optional (default gpus_per_node; 1 without NVLink)
-          switch_chips: 4          # optional, nvswitch only: NVSwitch chips per domain
-          # peer_links: [[0, 1, ...], ...]  # optional; required for hybrid_cube_mesh
-        pcie: {generation: 5, lanes: 16, max_payload_bytes: 256}
-        host_copy:
-          source: "where the numbers come from"
-          pinned:                  # page-locked host memory, direct DMA
-            h2d: {latency_s: 5.0e-6, efficiency: 0.88, issue_floor_s: 2.4e-5}
-            d2h: {latency_s: 5.0e-6, efficiency: 0.88, issue_floor_s: 2.4e-5}
-          pageable:                # staged through a pinned bounce buffer
-            h2d: {latency_s: 6.0e-5, host_memcpy_gb_per_s: 27.0, issue_floor_s: 3.0e-5}
-            d2h: {latency_s: 5.0e-5, host_memcpy_gb_per_s: 18.0, issue_floor_s: 3.3e-5}
-        p2p: {via: nvlink, latency_s: 1.5e-5, efficiency: 0.88, issue_floor_s: 5.1e-5,
-              source: "..."}
-        copy_hardware:             # optional: the hardware apart from the caller
-          kind: measured           # or assumed
-          source: "..."
-          accessed: "2026-12-01"
-          h2d_pinned: {latency_s: 3.9e-6, pipelined_s: 2.6e-6,
-                       bandwidth_gb_per_s: 55.4, cuda_issue_s: 2.5e-6}
-          # also d2h_pinned, h2d_pageable, d2h_pageable, h2d_pinned_both,
-          # d2h_pinned_both, d2d, p2p (each may add its own kind and source)
-        network:                   # optional: the scale-out path between nodes
-          nic: ConnectX-7          # a name from gpulab.specs.nics()
-          nics_per_node: 8
-          fabric: infiniband       # or ethernet
-        source: "where the hardware description comes from"
-        accessed: "2026-11-30"
-
-NVLink fabrics (:data:`FABRICS`): ``nvswitch`` (every GPU reaches every other GPU of
-its NVLink domain through switch chips, over all of its links), ``hybrid_cube_mesh``
-(DGX-1: direct links, some pairs with two links, some pairs with none; the
-``peer_links`` matrix says which), ``mesh`` (direct links split evenly among the
-peers unless ``peer_links`` says otherwise) and ``none``. ``nvls`` marks in-switch
-reduction (NVLink SHARP), a feature of the third-generation NVSwitch and later: it
-needs ``fabric: nvswitch`` and NVLink 4 or newer (A100's second-generation NVSwitch
-has none). ``domain_gpus`` is the number of GPUs in one NVLink domain: the GPUs of a
-node (the default), fewer (bridged pairs in a PCIe server) or several nodes' worth
-(an NVL72 rack: ``nvswitch`` only). ``peer_links`` is a ``domain_gpus`` x
-``domain_gpus`` symmetric matrix of link counts with a zero diagonal (row sums at most
-``links_per_gpu``). Systems of several nodes whose GPUs are not all in one NVLink
-domain need a ``network`` section.
-
-Units: seconds, fractions, GB/s (1e9 bytes per second, per direction). Write small
-numbers with a decimal point (``6.0e-6``): YAML 1.1 reads ``6e-6`` as text.
-``efficiency`` is the achieved large-copy bandwidth as a fraction of the nominal
-path rate (PCIe: the encoded rate of the link; NVLink: the per-direction rate of the
-links between the two GPUs). ``issue_floor_s`` is the shortest time per copy when
-copies are issued back to back (the host cannot issue them faster); 0 disables it.
-In ``host_copy`` and ``p2p`` the presets' values come from a PyTorch ``copy_`` loop, so
-``issue_floor_s`` is PyTorch's per-call cost. ``copy_hardware`` keeps the hardware
-(``latency_s`` of one isolated copy, ``pipelined_s`` per queued copy,
-``bandwidth_gb_per_s``) apart from the CUDA runtime's per-call ``cuda_issue_s``.
-The copy model is in :mod:`gpulab.pcie`.
-
-Examples
---------
->>> from gpulab import systems
->>> systems.names()  # doctest: +NORMALIZE_WHITESPACE
-['dgx-1-v100', 'dgx-a100', 'dgx-h100', 'gb200-nvl72', 'h100-pcie',
- 'h200-x2-measured', 'hgx-h200', 'hgx-h200-2node']
->>> s = systems.get("hgx-h200")
->>> s.gpu, s.n_gpus, s.nvlink.fabric, s.pcie.generation
-('H200', 8, 'nvswitch', 5)
->>> round(s.host_copy.params("pinned", "h2d").efficiency, 2)
-0.88
->>> s.nvlink.nvls, s.nodes, s.nvlink_domain, s.network_bandwidth_per_gpu.gb_per_s
-(True, 1, 8, 50.0)
->>> two = systems.get("hgx-h200-2node")
->>> two.nodes, two.nvlink_domain, two.network.nic
-(2, 8, 'ConnectX-7')
+"""Reading systems: the YAML schema checked with line numbers, the presets of
+``gpulab/data/systems.yaml``, user files, and the lookups (:func:`get`,
+:func:`resolve`, :func:`nvlink_peers`). The schema is in :mod:`gpulab.systems`.
 """
 from __future__ import annotations
 
 import functools
 import math
 import os
-from dataclasses import dataclass
 
 import yaml
 
-from . import specs, units
-from ._validate import check_choice
-
-__all__ = [
-    "System", "NVLinkConfig", "PCIeConfig", "CopyParams", "HostCopy", "P2PConfig",
-    "HardwareCopy", "CopyHardware", "HARDWARE_COPY_KEYS",
-    "NetworkConfig", "FABRICS", "NETWORK_FABRICS", "P2P_VIA", "names", "get", "load",
-    "parse", "resolve", "nvlink_peers",
-]
-
-#: NVLink fabrics: NVSwitch (every GPU reaches every other over all its links),
-#: DGX-1's hybrid cube mesh (direct links, uneven per pair, given by ``peer_links``),
-#: a direct mesh (links split among the peers), or no NVLink.
-FABRICS = ("nvswitch", "hybrid_cube_mesh", "mesh", "none")
-#: Scale-out networks between nodes.
-NETWORK_FABRICS = ("infiniband", "ethernet")
-#: How GPU-to-GPU copies travel.
-P2P_VIA = ("nvlink", "pcie", "host")
-_DIRECTIONS = ("h2d", "d2h")
-_MEMORIES = ("pinned", "pageable")
-
-
-@dataclass(frozen=True)
-class NVLinkConfig:
-    """NVLink of each GPU.
-
-    Attributes
-    ----------
-    generation : int or None
-        NVLink generation (None without NVLink).
-    links_per_gpu : int
-        NVLink links of one GPU.
-    fabric : str
-        One of :data:`FABRICS`.
-    nvls : bool
-        In-switch reduction (NVLink SHARP) available: third-generation NVSwitch or
-        later. False by default.
-    domain_gpus : int or None
-        GPUs in one NVLink domain; None means "not given" (see
-        :attr:`System.nvlink_domain` for the default).
-    peer_links : tuple of tuple of int, or None
-        Links between GPU ``i`` and GPU ``j`` of one domain (hybrid cube mesh and
-        irregular meshes); None where the fabric is regular.
-    switch_chips : int or None
-        NVSwitch chips of one NVLink domain (``nvswitch`` only; None: not given).
-    """
-
-    generation: int | None
-    links_per_gpu: int
-    fabric: str
-    nvls: bool = False
-    domain_gpus: int | None = None
-    peer_links: tuple[tuple[int, ...], ...] | None = None
-    switch_chips: int | None = None
-
-
-@dataclass(frozen=True)
-class NetworkConfig:
-    """Scale-out network of each node: ``nic`` (a name in ``gpulab/data/nics.csv``),
-    ``nics_per_node`` and ``fabric`` (one of :data:`NETWORK_FABRICS`)."""
-
-    nic: str
-    nics_per_node: int
-    fabric: str
-
-    @property
-    def nic_spec(self):
-        """The :class:`gpulab.specs.NICSpec` of the adapter."""
-        return specs.nic(self.nic)
-
-
-@dataclass(frozen=True)
-class PCIeConfig:
-    """Host link of each GPU: PCIe ``generation``, ``lanes`` and ``max_payload_bytes``."""
-
-    generation: int
-    lanes: int
-    max_payload_bytes: int
-
-
-@dataclass(frozen=True)
-class CopyParams:
-    """Parameters of one copy kind.
-
-    Attributes
-    ----------
-    latency_s : float
-        Fixed cost per copy on the device side (the alpha of alpha-beta). [s]
-    issue_floor_s : float
-        Shortest time per copy when copies are issued back to back. [s]
-    efficiency : float or None
-        Large-copy bandwidth / nominal path bandwidth (pinned copies, P2P). [-]
-    host_memcpy_bandwidth : units.Bandwidth or None
-        Host memcpy rate into or out of the pinned bounce buffer (pageable copies).
-    """
-
-    latency_s: float
-    issue_floor_s: float
-    efficiency: float | None = None
-    host_memcpy_bandwidth: units.Bandwidth | None = None
-
-
-@dataclass(frozen=True)
-class HostCopy:
-    """Host<->device copy parameters for pinned and pageable memory, both directions."""
-
-    pinned_h2d: CopyParams
-    pinned_d2h: CopyParams
-    pageable_h2d: CopyParams
-    pageable_d2h: CopyParams
-    source: str
-
-    def params(self, memory, direction):
-        """The :class:`CopyParams` of ``memory`` ("pinned"/"pageable") and
-        ``direction`` ("h2d"/"d2h")."""
-        check_choice("memory", memory, _MEMORIES)
-        check_choice("direction", direction, _DIRECTIONS)
-        return getattr(self, f"{memory}_{direction}")
-
-
-#: Keys of a ``copy_hardware`` section: ``<direction>_<memory>[_both]``, ``d2d``, ``p2p``.
-HARDWARE_COPY_KEYS = ("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable",
-                      "h2d_pinned_both", "d2h_pinned_both", "d2d", "p2p")
-_HW_KEYS = ("latency_s", "pipelined_s", "bandwidth_gb_per_s", "cuda_issue_s", "kind",
-            "source")
-_KINDS_OF_VALUE = ("spec", "measured", "derived", "assumed")
-
-
-@dataclass(frozen=True)
-class HardwareCopy:
-    """The hardware of one copy kind, apart from the caller's cost of issuing it.
-
-    Attributes
-    ----------
-    latency_s : float
-        Hardware: latency of one isolated copy on an idle stream (the alpha of
-        ``alpha + S / B``), GPU-side time between two CUDA events. [s]
-    pipelined_s : float
-        Hardware: the extra time per copy when copies are queued back to back on one
-        stream (the copy engine's gap between queued copies). [s]
-    bandwidth : units.Bandwidth
-        Hardware: large-copy rate, per direction.
-    cuda_issue_s : float
-        Caller's cost: the shortest time per ``cudaMemcpyAsync`` call in a
-        back-to-back loop (CUDA runtime). [s]
-    kind : str
-        ``measured`` or ``assumed`` (see ``gpulab/data/README.md``).
-    source : str or None
-        Where this kind's numbers come from when it differs from the section's.
-    """
-
-    latency_s: float
-    pipelined_s: float
-    bandwidth: units.Bandwidth
-    cuda_issue_s: float
-    kind: str
-    source: str | None = None
-
-
-@dataclass(frozen=True)
-class CopyHardware:
-    """``copy_hardware`` section: ``(key, HardwareCopy)`` pairs (keys from
-    :data:`HARDWARE_COPY_KEYS`; a tuple, so that a system stays hashable), with the
-    section's source, access date and kind."""
-
-    copies: tuple
-    source: str
-    accessed: str
-    kind: str
-
-    def params(self, key):
-        """The :class:`HardwareCopy` of ``key`` (one of :data:`HARDWARE_COPY_KEYS`)."""
-        check_choice("key", key, HARDWARE_COPY_KEYS)
-        found = dict(self.copies)
-        if key not in found:
-            raise ValueError(f"key {key!r}: not in this copy_hardware section "
-                             f"(has {', '.join(found)})")
-        return found[key]
-
-
-@dataclass(frozen=True)
-class P2PConfig:
-    """GPU-to-GPU copy parameters: the path (``via``, one of :data:`P2P_VIA`), the
-    :class:`CopyParams` and the source."""
-
-    via: str
-    params: CopyParams
-    source: str
-
-
-@dataclass(frozen=True)
-class System:
-    """One server or cluster preset (see the module docstring for the schema)."""
-
-    name: str
-    description: str
-    gpu: str
-    gpu_variant: str | None
-    n_gpus: int
-    gpus_per_node: int
-    nvlink: NVLinkConfig
-    pcie: PCIeConfig
-    host_copy: HostCopy
-    p2p: P2PConfig
-    source: str
-    accessed: str
-    network: NetworkConfig | None = None
-    #: Overrides of ``data/nccl_model.yaml`` for this system (calibrated by
-    #: ``gpulab fit``): same key paths, e.g. ``transports/p2p/collectives/
-    #: all_reduce/efficiency``; ``None`` when the system uses the shared model.
-    collective_model: dict | None = None
-    #: Hardware copy latency and bandwidth apart from the caller's issue cost
-    #: (:class:`CopyHardware`); ``None`` when the system has no such calibration.
-    copy_hardware: CopyHardware | None = None
-
-    @property
-    def nodes(self):
-        """Number of nodes, ``n_gpus / gpus_per_node`` (a whole number: the parser
-        refuses anything else)."""
-        return self.n_gpus // self.gpus_per_node
-
-    @property
-    def n_nodes(self):
-        """Same as :attr:`nodes` (older name)."""
-        return self.nodes
-
-    @property
-    def nvlink_domain(self):
-        """GPUs in one NVLink domain: ``nvlink.domain_gpus`` if given, else 1
-        without NVLink and ``gpus_per_node`` with it."""
-        if self.nvlink.domain_gpus is not None:
-            return self.nvlink.domain_gpus
-        return 1 if self.nvlink.fabric == "none" else self.gpus_per_node
-
-    @property
-    def scale_up_domain(self):
-        """GPUs one GPU reaches without the scale-out network: its node, or its whole
-        NVLink domain when that spans several nodes (an NVL72 rack)."""
-        return max(self.nvlink_domain, self.gpus_per_node)
-
-    @property
-    def network_bandwidth_per_gpu(self):
-        """Scale-out bandwidth of one GPU, per direction, or None without a network.
-
-        NIC line rate x ports x ``nics_per_node`` / ``gpus_per_node`` (a
-        :class:`gpulab.units.Bandwidth`): the GPUs of a node share its NICs.
-        """
-        if self.network is None:
-            return None
-        nic = self.network.nic_spec
-        rate = nic.line_rate.to_per_direction() \
-            if nic.line_rate.direction != units.PER_DIRECTION else nic.line_rate
-        return units.Bandwidth(rate.bytes_per_s * nic.ports
-                               * self.network.nics_per_node / self.gpus_per_node,
-                               units.PER_DIRECTION)
-
-    @property
-    def gpu_spec(self):
-        """The :class:`gpulab.specs.GPUSpec` of the GPU.
-
-        The row of ``gpus.csv`` whose variant is ``gpu_variant`` when it names one
-        (``specs.gpu_variants(gpu)``, e.g. ``"PCIe 80GB"``); otherwise the GPU's
-        first (flagship) row, which is what a free-text ``gpu_variant`` describes.
-
-        >>> get("h100-pcie").gpu_spec.fp16_dense_flops / 1e12
-        756.0
-        """
-        variants = specs.gpu_variants(self.gpu)
-        return specs.gpu(self.gpu, self.gpu_variant if self.gpu_variant in variants
-                         else None)
-
-    @property
-    def nvlink_links_to_peer(self):
-        """NVLink links a copy between two GPUs of one NVLink domain can use.
-
-        NVSwitch: all links of the GPU; mesh: the links of one GPU split evenly
-        among its peers; hybrid cube mesh, or a mesh with ``peer_links``: the links
-        between GPU 0 and GPU 1 (the pair a copy benchmark measures by default; other
-        pairs differ, see :func:`nvlink_peers`); no NVLink: 0.
-        """
-        if self.nvlink.fabric == "none":
-            return 0
-        if self.nvlink.peer_links is not None:
-            return self.nvlink.peer_links[0][1] if self.nvlink_domain > 1 else 0
-        if self.nvlink.fabric == "nvswitch":
-            return self.nvlink.links_per_gpu
-        return self.nvlink.links_per_gpu // max(self.nvlink_domain - 1, 1)
+from .. import specs, units
+from .._validate import check_choice
+from .copies import (HARDWARE_COPY_FIELDS, HARDWARE_COPY_KEYS, HOST_COPY_DIRECTIONS,
+                     CopyHardware, CopyParams, HardwareCopy, HostCopy)
+from .model import (FABRICS, NETWORK_FABRICS, P2P_VIA, NetworkConfig, NVLinkConfig,
+                    P2PConfig, PCIeConfig, System)
 
 
 # --- parsing with line numbers -------------------------------------------------------
@@ -590,8 +217,8 @@ def _system(doc, name, value):
     hc = r.sub("host_copy", ("source", "pinned", "pageable"))
     parts = {}
     for mem, kind in (("pinned", "efficiency"), ("pageable", "memcpy")):
-        m = hc.sub(mem, _DIRECTIONS)
-        for d in _DIRECTIONS:
+        m = hc.sub(mem, HOST_COPY_DIRECTIONS)
+        for d in HOST_COPY_DIRECTIONS:
             keys = ("latency_s", "issue_floor_s",
                     "efficiency" if kind == "efficiency" else "host_memcpy_gb_per_s")
             parts[f"{mem}_{d}"] = _copy_params(m.sub(d, keys, optional=("issue_floor_s",)),
@@ -652,12 +279,12 @@ def _date(r, key):
 
 def _copy_hardware(r):
     """The optional ``copy_hardware`` section (hardware copy latency and bandwidth)."""
-    kind = r.choice("kind", _KINDS_OF_VALUE)
+    kind = r.choice("kind", specs.KINDS)
     copies = {}
     for key in HARDWARE_COPY_KEYS:
         if key not in r.value:
             continue
-        c = r.sub(key, _HW_KEYS, optional=("kind", "source"))
+        c = r.sub(key, HARDWARE_COPY_FIELDS, optional=("kind", "source"))
         copies[key] = HardwareCopy(
             latency_s=c.number("latency_s", 0.0, 1.0),
             pipelined_s=c.number("pipelined_s", 0.0, 1.0),
@@ -665,7 +292,7 @@ def _copy_hardware(r):
                 c.number("bandwidth_gb_per_s", 0.0, 1e6, low_inclusive=False),
                 units.PER_DIRECTION),
             cuda_issue_s=c.number("cuda_issue_s", 0.0, 1.0),
-            kind=c.choice("kind", _KINDS_OF_VALUE) if "kind" in c.value else kind,
+            kind=c.choice("kind", specs.KINDS) if "kind" in c.value else kind,
             source=c.text("source", None))
     return CopyHardware(copies=tuple(copies.items()), source=r.text("source"),
                         accessed=_date(r, "accessed"), kind=kind)

@@ -1,0 +1,188 @@
+"""The System model: one server or cluster as the copy and collective models see it
+(GPU, NVLink fabric, PCIe host link, scale-out network, copy calibrations). Built by
+:mod:`.loader` from ``gpulab/data/systems.yaml`` or a user's YAML file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import specs, units
+from .copies import CopyHardware, CopyParams, HostCopy  # noqa: F401 (annotations)
+
+#: NVLink fabrics: NVSwitch (every GPU reaches every other over all its links),
+#: DGX-1's hybrid cube mesh (direct links, uneven per pair, given by ``peer_links``),
+#: a direct mesh (links split among the peers), or no NVLink.
+FABRICS = ("nvswitch", "hybrid_cube_mesh", "mesh", "none")
+#: Scale-out networks between nodes.
+NETWORK_FABRICS = ("infiniband", "ethernet")
+#: How GPU-to-GPU copies travel.
+P2P_VIA = ("nvlink", "pcie", "host")
+
+
+@dataclass(frozen=True)
+class NVLinkConfig:
+    """NVLink of each GPU.
+
+    Attributes
+    ----------
+    generation : int or None
+        NVLink generation (None without NVLink).
+    links_per_gpu : int
+        NVLink links of one GPU.
+    fabric : str
+        One of :data:`FABRICS`.
+    nvls : bool
+        In-switch reduction (NVLink SHARP) available: third-generation NVSwitch or
+        later. False by default.
+    domain_gpus : int or None
+        GPUs in one NVLink domain; None means "not given" (see
+        :attr:`System.nvlink_domain` for the default).
+    peer_links : tuple of tuple of int, or None
+        Links between GPU ``i`` and GPU ``j`` of one domain (hybrid cube mesh and
+        irregular meshes); None where the fabric is regular.
+    switch_chips : int or None
+        NVSwitch chips of one NVLink domain (``nvswitch`` only; None: not given).
+    """
+
+    generation: int | None
+    links_per_gpu: int
+    fabric: str
+    nvls: bool = False
+    domain_gpus: int | None = None
+    peer_links: tuple[tuple[int, ...], ...] | None = None
+    switch_chips: int | None = None
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    """Scale-out network of each node: ``nic`` (a name in ``gpulab/data/nics.csv``),
+    ``nics_per_node`` and ``fabric`` (one of :data:`NETWORK_FABRICS`)."""
+
+    nic: str
+    nics_per_node: int
+    fabric: str
+
+    @property
+    def nic_spec(self):
+        """The :class:`gpulab.specs.NICSpec` of the adapter."""
+        return specs.nic(self.nic)
+
+
+@dataclass(frozen=True)
+class PCIeConfig:
+    """Host link of each GPU: PCIe ``generation``, ``lanes`` and ``max_payload_bytes``."""
+
+    generation: int
+    lanes: int
+    max_payload_bytes: int
+
+
+@dataclass(frozen=True)
+class P2PConfig:
+    """GPU-to-GPU copy parameters: the path (``via``, one of :data:`P2P_VIA`), the
+    :class:`CopyParams` and the source."""
+
+    via: str
+    params: CopyParams
+    source: str
+
+
+@dataclass(frozen=True)
+class System:
+    """One server or cluster preset (see the module docstring for the schema)."""
+
+    name: str
+    description: str
+    gpu: str
+    gpu_variant: str | None
+    n_gpus: int
+    gpus_per_node: int
+    nvlink: NVLinkConfig
+    pcie: PCIeConfig
+    host_copy: HostCopy
+    p2p: P2PConfig
+    source: str
+    accessed: str
+    network: NetworkConfig | None = None
+    #: Overrides of ``data/nccl_model.yaml`` for this system (calibrated by
+    #: ``gpulab fit``): same key paths, e.g. ``transports/p2p/collectives/
+    #: all_reduce/efficiency``; ``None`` when the system uses the shared model.
+    collective_model: dict | None = None
+    #: Hardware copy latency and bandwidth apart from the caller's issue cost
+    #: (:class:`CopyHardware`); ``None`` when the system has no such calibration.
+    copy_hardware: CopyHardware | None = None
+
+    @property
+    def nodes(self):
+        """Number of nodes, ``n_gpus / gpus_per_node`` (a whole number: the parser
+        refuses anything else)."""
+        return self.n_gpus // self.gpus_per_node
+
+    @property
+    def n_nodes(self):
+        """Same as :attr:`nodes` (older name)."""
+        return self.nodes
+
+    @property
+    def nvlink_domain(self):
+        """GPUs in one NVLink domain: ``nvlink.domain_gpus`` if given, else 1
+        without NVLink and ``gpus_per_node`` with it."""
+        if self.nvlink.domain_gpus is not None:
+            return self.nvlink.domain_gpus
+        return 1 if self.nvlink.fabric == "none" else self.gpus_per_node
+
+    @property
+    def scale_up_domain(self):
+        """GPUs one GPU reaches without the scale-out network: its node, or its whole
+        NVLink domain when that spans several nodes (an NVL72 rack)."""
+        return max(self.nvlink_domain, self.gpus_per_node)
+
+    @property
+    def network_bandwidth_per_gpu(self):
+        """Scale-out bandwidth of one GPU, per direction, or None without a network.
+
+        NIC line rate x ports x ``nics_per_node`` / ``gpus_per_node`` (a
+        :class:`gpulab.units.Bandwidth`): the GPUs of a node share its NICs.
+        """
+        if self.network is None:
+            return None
+        nic = self.network.nic_spec
+        rate = nic.line_rate.to_per_direction() \
+            if nic.line_rate.direction != units.PER_DIRECTION else nic.line_rate
+        return units.Bandwidth(rate.bytes_per_s * nic.ports
+                               * self.network.nics_per_node / self.gpus_per_node,
+                               units.PER_DIRECTION)
+
+    @property
+    def gpu_spec(self):
+        """The :class:`gpulab.specs.GPUSpec` of the GPU.
+
+        The row of ``gpus.csv`` whose variant is ``gpu_variant`` when it names one
+        (``specs.gpu_variants(gpu)``, e.g. ``"PCIe 80GB"``); otherwise the GPU's
+        first (flagship) row, which is what a free-text ``gpu_variant`` describes.
+
+        >>> from gpulab import systems
+        >>> systems.get("h100-pcie").gpu_spec.fp16_dense_flops / 1e12
+        756.0
+        """
+        variants = specs.gpu_variants(self.gpu)
+        return specs.gpu(self.gpu, self.gpu_variant if self.gpu_variant in variants
+                         else None)
+
+    @property
+    def nvlink_links_to_peer(self):
+        """NVLink links a copy between two GPUs of one NVLink domain can use.
+
+        NVSwitch: all links of the GPU; mesh: the links of one GPU split evenly
+        among its peers; hybrid cube mesh, or a mesh with ``peer_links``: the links
+        between GPU 0 and GPU 1 (the pair a copy benchmark measures by default; other
+        pairs differ, see :func:`nvlink_peers`); no NVLink: 0.
+        """
+        if self.nvlink.fabric == "none":
+            return 0
+        if self.nvlink.peer_links is not None:
+            return self.nvlink.peer_links[0][1] if self.nvlink_domain > 1 else 0
+        if self.nvlink.fabric == "nvswitch":
+            return self.nvlink.links_per_gpu
+        return self.nvlink.links_per_gpu // max(self.nvlink_domain - 1, 1)
+
