@@ -2,9 +2,10 @@
 
 * no import cycles between gpulab modules (imports anywhere in a module count,
   including the late ones inside functions);
-* one direction of dependency: models <- plotting <- widgets; the CLI and the
-  benchmark sit on top; models import neither matplotlib, ipywidgets, IPython nor
-  argparse;
+* one direction of dependency: models <- plotting <- widgets; models <- charts
+  (the book's precomputed Vega-Lite charts, a layer of its own); the CLI and the
+  benchmark sit on top; models import neither matplotlib, ipywidgets, IPython,
+  argparse nor altair;
 * no private name (``_x``) of one module used by another, nor by chapters and labs;
 * no chapter numbers in code (topics, not chapters, organise the package);
 * the import graph stays shallow.
@@ -28,9 +29,9 @@ PKG = ROOT / "gpulab"
 #: Layers above the models: a module of a layer may import the layers listed for it
 #: (labcheck: the labs' self-checks, which may show tables through IPython).
 UPPER = {"plotting": set(), "widgets": {"plotting"}, "cli": {"plotting"},
-         "bench": set(), "labcheck": set()}
+         "bench": set(), "labcheck": set(), "charts": set()}
 #: Third-party UI/CLI libraries the model layer must not import.
-UI_LIBS = ("matplotlib", "ipywidgets", "IPython", "argparse", "PIL")
+UI_LIBS = ("matplotlib", "ipywidgets", "IPython", "argparse", "PIL", "altair")
 #: Deprecated modules kept as thin re-export shims (one course iteration).
 SHIMS = {"plotting_measure", "cli_compare"}
 #: Deepest allowed chain of imports between modules (floors of the condensed graph).

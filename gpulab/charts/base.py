@@ -24,9 +24,9 @@ KINDS = ("slider", "select", "radio")
 
 
 def round_sig(x, digits=4):
-    """``x`` rounded to ``digits`` significant digits (keeps the inline data small)."""
-    if not isinstance(x, (int, float)) or isinstance(x, bool) or x == 0 \
-            or not math.isfinite(x):
+    """A float ``x`` rounded to ``digits`` significant digits (keeps the inline data
+    small); anything else (integers: byte counts, grid keys) as it is."""
+    if not isinstance(x, float) or x == 0 or not math.isfinite(x):
         return x
     return round(x, digits - 1 - math.floor(math.log10(abs(x))))
 
@@ -100,6 +100,19 @@ class Control:
         return f"{self.label} " + ", ".join(self.labels)
 
 
+#: Vega label expression for a byte axis with binary prefixes (powers of two).
+BYTES_LABEL_EXPR = ("datum.value >= 1073741824 ? format(datum.value / 1073741824, '~g') + ' GiB'"
+                    " : datum.value >= 1048576 ? format(datum.value / 1048576, '~g') + ' MiB'"
+                    " : datum.value >= 1024 ? format(datum.value / 1024, '~g') + ' KiB'"
+                    " : format(datum.value, '~g') + ' B'")
+
+
+def picked(column, control):
+    """Vega expression: ``datum[column]`` equals the value of the control (parameter)
+    named ``control``, for a layer that marks the picked point of a curve."""
+    return f"datum.{column} == toNumber({control})"
+
+
 def fmt_value(v):
     return f"{v:g}" if isinstance(v, float) else str(v)
 
@@ -147,42 +160,53 @@ class StaticChart:
         return self.to_html()
 
 
-def evaluate(name, controls, point, *, plot_fields=None):
+def evaluate(controls, point, *, rows_by=None):
     """Evaluate ``point(**values)`` at every grid point of ``controls``.
 
     ``point`` returns ``(rows, text)``: the plot rows of that point (dicts) and its
-    summary text. Returns ``(rows, summary)`` with the control values added to each
-    row; numbers are rounded to 4 significant digits.
+    summary text. Returns ``(rows, summary)``: each summary row carries the control
+    values and ``text``; each plot row the values of the controls named in
+    ``rows_by`` (default: all), kept once per distinct combination of those (the rows
+    of a curve that does not depend on the other controls). Floats are rounded to
+    4 significant digits (integers are kept).
     """
-    rows, summary = [], []
     names = [c.name for c in controls]
+    by = names if rows_by is None else list(rows_by)
+    unknown = set(by) - set(names)
+    if unknown:
+        raise ValueError(f"rows_by must name controls of the chart; got {sorted(unknown)}")
+    rows, summary, seen = [], [], set()
     for combo in itertools.product(*(c.values for c in controls)):
         values = dict(zip(names, combo))
         got, text = point(**values)
-        for r in got:
-            r = {k: round_sig(v) for k, v in r.items()
-                 if plot_fields is None or k in plot_fields}
-            rows.append({**values, **r})
+        key = tuple(values[n] for n in by)
+        if key not in seen:
+            seen.add(key)
+            rows.extend({**{n: values[n] for n in by},
+                         **{k: round_sig(v) for k, v in r.items()}} for r in got)
         summary.append({**values, "text": text})
     return rows, summary
 
 
-def build(name, title, controls, point, plot, *, width=520, height=260,
+def build(name, title, controls, point, plot, *, rows_by=None, width=520, height=260,
           summary_lines=3, note=""):
     """A :class:`StaticChart`: evaluate ``point`` over the grid and compose the spec.
 
-    ``plot(base)`` turns an :class:`altair.Chart` of the current point's rows into
-    the figure (marks and encodings); the summary text sits above it. ``note`` says
-    what stays fixed (added to the chart's note).
+    ``plot(base)`` turns an :class:`altair.Chart` of the current point's rows (those
+    of the controls in ``rows_by``, see :func:`evaluate`) into the figure (marks and
+    encodings; a layer may filter further with :func:`picked`); the summary text
+    sits above it. ``note`` says what stays fixed (added to the chart's note).
     """
     controls = tuple(controls)
     if not _NAME_RE.match(name.replace("-", "_")):
         raise ValueError(f"name must be a lower-case identifier; got {name!r}")
-    rows, summary = evaluate(name, controls, point)
+    rows, summary = evaluate(controls, point, rows_by=rows_by)
     expr = " && ".join(c.test() for c in controls)
+    row_expr = " && ".join(c.test() for c in controls
+                           if rows_by is None or c.name in rows_by) or "true"
     params = [alt.param(name=c.name, value=c.value, bind=c.binding()) for c in controls]
     # named data sets: the spec validates without walking every row (seconds saved)
-    figure = plot(alt.Chart(alt.Data(name=f"{name}_rows")).transform_filter(expr)) \
+    figure = plot(alt.Chart(alt.Data(name=f"{name}_rows")).transform_filter(row_expr)) \
         .properties(width=width, height=height)
     text = alt.Chart(alt.Data(name=f"{name}_summary"), name="summary") \
         .transform_filter(expr) \
