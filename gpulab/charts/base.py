@@ -67,9 +67,11 @@ class Control:
             raise ValueError(f"labels of {self.name!r} must match its {len(values)} values")
         object.__setattr__(self, "labels", labels)
         if self.kind == "slider":
-            steps = {round_sig(b - a, 9) for a, b in zip(values, values[1:])}
-            if not all(isinstance(v, (int, float)) for v in values) or len(steps) != 1 \
-                    or min(steps) <= 0:
+            numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                          for v in values)
+            steps = {round_sig(float(b - a), 9) for a, b in zip(values, values[1:])} \
+                if numbers else set()
+            if len(steps) != 1 or min(steps) <= 0:
                 raise ValueError(f"a slider needs evenly spaced increasing numbers; "
                                  f"{self.name!r} has {values!r}")
 
@@ -117,7 +119,7 @@ def fmt_value(v):
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-@dataclass
+@dataclass(repr=False)
 class StaticChart:
     """A chart precomputed at every point of its controls' grid.
 
@@ -155,6 +157,9 @@ class StaticChart:
                 f'in the published book (JavaScript, no kernel needed).</em></p></div>'
                 f'<p class="gpulab-chart-note"><small>{html.escape(self.note)}</small></p>'
                 f'<script type="application/json" id="{ident}-spec">{spec}</script></div>')
+
+    def __repr__(self):
+        return f"<StaticChart {self.name!r}: {len(self.summary)} points>"
 
     def _repr_html_(self):
         return self.to_html()

@@ -33,7 +33,7 @@ TP_CHART_DEGREES = (1, 2, 4, 8)
 #: Grid of the ROI chart: nodes, NVLink systems, NVLink price [USD per GPU-hour],
 #: project sizes [tokens].
 ROI_PRICES = tuple(np.round(np.arange(2.0, 4.01, 0.25), 2).tolist())
-ROI_TOKENS = (10e9, 100e9, 1e12)
+ROI_TOKENS = (20e9, 200e9, 2e12)
 
 _STEP_PARTS = ("compute", "tp_comm", "pp_comm", "dp_comm", "bubble")
 _STEP_WORDS = {"compute": "compute", "tp_comm": "TP communication",
@@ -221,7 +221,7 @@ def tp_chart(model="13b", tp=4, seq_len=4096, *, system="hgx-h200", micro_batch=
 
 
 def roi_chart(model="70b", nodes=8, fast="dgx-h100", *, slow="h100-pcie",
-              price_fast=None, price_slow=None, project_tokens=100e9):
+              price_fast=None, price_slow=None, project_tokens=200e9):
     """Cost and days of one training project on an NVLink and a PCIe cluster.
     Precomputed by :func:`gpulab.parallelism.roi_comparison` for
     :data:`gpulab.parallelism.ROI_NODES`, :data:`gpulab.parallelism.ROI_FAST_SYSTEMS`,
