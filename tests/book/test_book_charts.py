@@ -18,6 +18,8 @@ import pytest
 
 from gpulab.charts import CHART_NAMES
 
+pytestmark = pytest.mark.browser
+
 SPEC_RE = re.compile(r'<script type="application/json" id="gpulab-chart-(\w+)-spec">')
 SCRIPT_SRC_RE = re.compile(r"<script\b[^>]*\bsrc=[\"']?(https?:)?//", re.I)
 
@@ -120,7 +122,6 @@ def rows_at(spec, name, point):
     return [r for r in rows if all(r[k] == v for k, v in point.items() if k in r)]
 
 
-@pytest.mark.browser
 @pytest.mark.parametrize("name", CHART_NAMES)
 def test_chart_moves_to_the_precomputed_point(name, chart_pages, browser, site_url,
                                               make_offline, html_dir):
