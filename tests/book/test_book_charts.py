@@ -118,8 +118,10 @@ def plan_move(spec, name):
 
 
 def rows_at(spec, name, point):
+    """The plot rows of ``point``, without the control columns (what is drawn)."""
     rows = spec["datasets"][f"{name}_rows"]
-    return [r for r in rows if all(r[k] == v for k, v in point.items() if k in r)]
+    return [{k: v for k, v in r.items() if k not in point} for r in rows
+            if all(r[k] == v for k, v in point.items() if k in r)]
 
 
 @pytest.mark.parametrize("name", CHART_NAMES)
