@@ -17,7 +17,7 @@ VEGA=vega@6.4.0
 VEGA_LITE=vega-lite@6.4.1
 VEGA_EMBED=vega-embed@7.3.0
 VENDOR=_vendor
-SHIM_VERSION=shim-3   # bump when widgets/offline-shim.js or vega/gpulab-charts.js below changes
+SHIM_VERSION=shim-4   # bump when widgets/offline-shim.js or vega/gpulab-charts.js below changes
 WANT="$HTML_MANAGER $REQUIREJS $MATHJAX $VEGA $VEGA_LITE $VEGA_EMBED $SHIM_VERSION"
 
 required=(widgets/embed-amd.js widgets/require.js widgets/offline-shim.js mathjax/tex-chtml.js
@@ -131,9 +131,20 @@ cat > "$new/vega/gpulab-charts.js" <<'JS'
       })
       .catch(function (e) { console.error("gpulab charts: " + e); });
   }
+  function style() {
+    var css = document.createElement("style");
+    css.textContent =
+      ".gpulab-chart .vega-bindings{font-size:.9em;margin:.3em 0}" +
+      ".gpulab-chart .vega-bind-name{display:inline-block;min-width:13em}" +
+      ".gpulab-chart .vega-bind-radio input{margin:0 .3em 0 1em}" +
+      ".gpulab-chart .vega-bind-radio input:first-child{margin-left:0}" +
+      ".gpulab-chart-view{overflow-x:auto}";
+    document.head.appendChild(css);
+  }
   function start() {
     var charts = document.querySelectorAll("div.gpulab-chart[data-spec]");
     if (!charts.length) return;
+    style();
     var amd = window.define && window.define.amd;
     if (amd) window.define.amd = undefined;
     load(0, function () {

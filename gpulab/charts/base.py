@@ -13,6 +13,7 @@ import itertools
 import json
 import math
 import re
+import textwrap
 from dataclasses import dataclass, field
 
 import altair as alt
@@ -200,12 +201,19 @@ def build(name, title, controls, point, plot, *, rows_by=None, width=520, height
     ``plot(base)`` turns an :class:`altair.Chart` of the current point's rows (those
     of the controls in ``rows_by``, see :func:`evaluate`) into the figure (marks and
     encodings; a layer may filter further with :func:`picked`); the summary text
-    sits above it. ``note`` says what stays fixed (added to the chart's note).
+    sits above it, its lines wrapped to the figure's width. ``note`` says what stays
+    fixed (added to the chart's note).
     """
     controls = tuple(controls)
     if not _NAME_RE.match(name.replace("-", "_")):
         raise ValueError(f"name must be a lower-case identifier; got {name!r}")
     rows, summary = evaluate(controls, point, rows_by=rows_by)
+    chars = max(40, int(width / 6.8))              # 13 px text: lines fit the figure
+    for r in summary:
+        r["text"] = "\n".join(textwrap.fill(line, chars, break_on_hyphens=False,
+                                             break_long_words=False) or " "
+                               for line in r["text"].split("\n"))
+    summary_lines = max([summary_lines] + [r["text"].count("\n") + 1 for r in summary])
     expr = " && ".join(c.test() for c in controls)
     row_expr = " && ".join(c.test() for c in controls
                            if rows_by is None or c.name in rows_by) or "true"

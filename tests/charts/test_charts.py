@@ -38,6 +38,11 @@ def rel(a, b, tol=1e-3):
     return math.isclose(a, b, rel_tol=tol, abs_tol=1e-12)
 
 
+def flat(text):
+    """The summary text without its line wrapping."""
+    return " ".join(text.split())
+
+
 def sample_points(chart, k=6, seed=0):
     rng = random.Random(seed)
     return rng.sample(chart.summary, min(k, len(chart.summary)))
@@ -94,6 +99,8 @@ def test_grid_is_complete_and_small(built, name):
     assert sorted(map(repr, keys)) == sorted(
         map(repr, itertools.product(*(c.values for c in chart.controls))))
     assert all(isinstance(r["text"], str) and r["text"].strip() for r in chart.summary)
+    # wrapped to the figure: no summary line longer than the chart's text width
+    assert max(len(line) for r in chart.summary for line in r["text"].split("\n")) <= 80
     assert 10 <= len(chart.summary) <= 2000 and len(chart.rows) <= 3000
     assert len(chart.to_html()) < 160_000, "keep pages light"
     # the note names every grid point count and says nothing is interpolated
@@ -118,7 +125,7 @@ def test_html_is_offline_and_embeds_the_spec(built, name):
 def test_point_lookup_and_bad_points(built):
     chart = built("scaling")
     got = chart.point(n_gpus=8, params=7e9, overlap=0.0)
-    assert got["n_gpus"] == 8 and "8 GPUs" in got["text"]
+    assert got["n_gpus"] == 8 and "8 GPUs" in flat(got["text"])
     with pytest.raises(ValueError, match="not a grid point"):
         chart.point(n_gpus=7, params=7e9, overlap=0.0)
 
@@ -163,7 +170,7 @@ def test_link_chart_matches_serdes_arithmetic(built):
                 * g.coding_efficiency / 8 * p["n_links"] / 1e9)
         mine = [r for r in rows_at(chart, p) if r["name"] == "this GPU"]
         assert len(mine) == 1 and rel(mine[0]["gbs"], want)
-        assert f"GPU with {p['n_links']} links" in p["text"]
+        assert f"GPU with {p['n_links']} links" in flat(p["text"])
 
 
 def test_pcie_chart_matches_line_rate_arithmetic(built):
@@ -202,8 +209,8 @@ def test_collective_chart_matches_predict(built):
         assert len(curve) == len(C.COLLECTIVE_CURVE)
         at = [r for r in curve if r["bytes"] == p["size"]]
         assert len(at) == 1 and rel(at[0]["busbw"], float(one.busbw[0]) / units.GB)
-        assert f"busbw {float(one.busbw[0]) / units.GB:.1f} GB/s" in p["text"]
-        assert str(one.algorithm[0]) in p["text"]
+        assert f"busbw {float(one.busbw[0]) / units.GB:.1f} GB/s" in flat(p["text"])
+        assert str(one.algorithm[0]) in flat(p["text"])
 
 
 def test_fabric_chart_names_the_fastest_algorithm(built):
@@ -212,7 +219,7 @@ def test_fabric_chart_names_the_fastest_algorithm(built):
         rows = rows_at(chart, p)
         s = systems.get(p["system"])
         if p["n_ranks"] > s.n_gpus:
-            assert rows == [] and "cannot place" in p["text"]
+            assert rows == [] and "cannot place" in flat(p["text"])
             continue
         best = collectives.predict("all_reduce", p["size"], p["n_ranks"], p["system"])
         chosen = [r for r in rows if r["chosen"]]
@@ -224,10 +231,10 @@ def test_bucket_chart_counts_buckets(built):
     chart = built("bucket")
     for p in sample_points(chart, 8, seed=2):
         if p["n_ranks"] > systems.get(p["system"]).n_gpus:
-            assert "no" in p["text"]
+            assert "no" in flat(p["text"])
             continue
         k = math.ceil(p["gradient"] / p["bucket"])          # analytic bucket count
-        assert f"in {k} bucket(s)" in p["text"]
+        assert f"in {k} bucket(s)" in flat(p["text"])
         total, nb = parallelism.bucket_allreduce_time(p["gradient"],
                                                       np.array([float(p["bucket"])]),
                                                       p["n_ranks"], p["system"])
@@ -247,7 +254,7 @@ def test_layout_chart_matches_step_time(built):
         got = {r["part"]: r["s"] for r in rows_at(chart, p)}
         assert rel(sum(got.values()), st.total, 2e-3)
         assert rel(got["compute"], st.compute)
-        assert f"{st.total:.2f} s per step" in p["text"]
+        assert f"{st.total:.2f} s per step" in flat(p["text"])
 
 
 def test_tp_chart_matches_tp_degree_rows(built):
@@ -272,7 +279,7 @@ def test_roi_chart_matches_roi_comparison(built):
                 "70b", p["nodes"], p["fast"], "h100-pcie", price_fast=p["price"],
                 price_slow=price_slow, project_tokens=p["tokens"])
         except ValueError as exc:
-            assert str(exc) in p["text"]
+            assert str(exc) in flat(p["text"])
             continue
         got = {r["system"]: r["kUSD"] for r in rows_at(chart, p)}
         assert rel(got[p["fast"]], roi.cost_fast / 1e3)
@@ -280,7 +287,7 @@ def test_roi_chart_matches_roi_comparison(built):
         # analytic: the cheaper side flips where the price ratio crosses break-even
         cheaper = p["fast"] if p["price"] / price_slow < roi.breakeven_price_ratio \
             else "h100-pcie"
-        assert f"{cheaper} is cheaper" in p["text"]
+        assert f"{cheaper} is cheaper" in flat(p["text"])
 
 
 def test_topology_chart_counts_every_pair_once(built):
@@ -290,7 +297,7 @@ def test_topology_chart_counts_every_pair_once(built):
         topo = topology.parse_topo_matrix(texts[p["sample"]])
         n = len(topo.gpus)
         assert sum(r["pairs"] for r in rows_at(chart, p)) == n * (n - 1) // 2
-        assert f"{n * (n - 1) // 2} GPU pairs" in p["text"]
+        assert f"{n * (n - 1) // 2} GPU pairs" in flat(p["text"])
 
 
 def test_pipeline_chart_agrees_with_the_explorer(built):
@@ -301,7 +308,7 @@ def test_pipeline_chart_agrees_with_the_explorer(built):
     ex = pipeline_explorer()
     want = re.search(r"Per micro-batch: ([^,]+),", ex.summary.value).group(1)
     p = chart.point(hidden=4096, seq_len=4096, micro_batch=1, dtype="BF16")
-    assert f"(c) {want}" in p["text"]
+    assert f"(c) {want}" in flat(p["text"])
     # transfer time grows linearly with the message at large sizes (analytic: 2x bytes
     # -> close to 2x time on every path)
     small = {r["placement"]: r["ms"] for r in rows_at(chart, p)}
