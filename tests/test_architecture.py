@@ -214,6 +214,19 @@ def test_layers_point_one_way():
     assert layer_violations(PKG) == []
 
 
+def charts_ui_imports(pkg):
+    """Imports of matplotlib, ipywidgets or IPython by the charts layer (the book's
+    charts are Vega-Lite specs: no figure library, no kernel-side widgets)."""
+    return [f"{m}:{line} imports {target}" for m, found in imports(pkg).items()
+            if layer(m, pkg.name) == "charts"
+            for target, _names, line in found
+            if target.split(".")[0] in ("matplotlib", "ipywidgets", "IPython")]
+
+
+def test_charts_import_neither_matplotlib_nor_ipywidgets():
+    assert charts_ui_imports(PKG) == []
+
+
 def test_no_private_name_crosses_modules():
     assert private_uses(PKG) == []
 
@@ -289,3 +302,12 @@ def test_checker_finds_private_names_in_notebooks(tmp_path):
                  "y = gl.units.GB\n")
     assert notebook_private_uses([p]) == ["ch.md: gl.widgets._CACHE",
                                           "ch.md: from gpulab.topology import _node"]
+
+
+def test_checker_finds_charts_ui_imports(tmp_path):
+    pkg = tmp_path / "gpulab"
+    (pkg / "charts").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "charts" / "__init__.py").write_text("import matplotlib.pyplot as plt\n")
+    (pkg / "charts" / "ok.py").write_text("import altair as alt\n")
+    assert charts_ui_imports(pkg) == ["gpulab.charts:1 imports matplotlib.pyplot"]

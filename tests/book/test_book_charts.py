@@ -137,6 +137,8 @@ def test_chart_moves_to_the_precomputed_point(name, chart_pages, browser, site_u
 
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = make_offline(context.new_page())
+    loaded = []
+    page.on("requestfinished", lambda r: loaded.append(r.url))
     try:
         page.goto(f"{site_url}/{doc}", wait_until="load")
         el = page.locator(f"#gpulab-chart-{name}")
@@ -156,6 +158,8 @@ def test_chart_moves_to_the_precomputed_point(name, chart_pages, browser, site_u
         if rows_at(spec, name, new) != rows_at(spec, name, old):
             assert after["figure"] != before["figure"], \
                 f"{name}: moving {control} changed the text but not the figure"
+        for lib in ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js"):
+            assert f"{site_url}/vega/{lib}" in loaded, f"{lib} not loaded from the book"
         assert page.external_requests == [], page.external_requests
         assert page.page_errors == [], page.page_errors
     finally:

@@ -122,6 +122,15 @@ def test_html_is_offline_and_embeds_the_spec(built, name):
     assert 'data-spec="gpulab-chart-' in page and "Precomputed by gpulab" in page
 
 
+def test_vendored_vega_lite_is_the_version_of_the_specs():
+    """scripts/vendor_js.sh vendors the Vega-Lite that altair writes specs for."""
+    from pathlib import Path
+    script = (Path(__file__).resolve().parents[2] / "scripts" / "vendor_js.sh").read_text()
+    m = re.search(r"^VEGA_LITE=vega-lite@(\S+)$", script, re.M)
+    assert m and f"v{m.group(1)}" == C.VEGA_LITE_VERSION
+    assert re.search(r"^VEGA=vega@6\.", script, re.M)
+
+
 def test_point_lookup_and_bad_points(built):
     chart = built("scaling")
     got = chart.point(n_gpus=8, params=7e9, overlap=0.0)
