@@ -57,7 +57,7 @@ def collective_chart(system="hgx-h200", collective="all_reduce", n_ranks=8,
         text = (f"{collective} of {units.fmt_bytes(size)} on {n_ranks} GPUs of {system}: "
                 f"{units.fmt_time(float(pred.time[i]))} per call, algbw "
                 f"{float(pred.algbw[i]) / units.GB:.1f} GB/s, busbw "
-                f"{bus / units.GB:.1f} GB/s.\n"
+                f"{bus / units.GB:.1f} GB/s per direction.\n"
                 f"NCCL's choice in the model: {pred.algorithm[i]} with the "
                 f"{pred.protocol[i]} protocol.\nLine rate per GPU: "
                 f"{line.gb_per_s:.0f} GB/s per direction"
