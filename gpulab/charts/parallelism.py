@@ -95,7 +95,7 @@ def bucket_chart(system="h200-x2-measured", n_ranks=2, gradient_bytes=2 ** 31,
                                 labelExpr=BYTES_LABEL_EXPR))
         y = alt.Y("ms:Q", scale=alt.Scale(type="log"),
                   title="Gradient all_reduce time [ms]")
-        line = base.mark_line().encode(x=x, y=y, tooltip=[
+        line = base.mark_line(point=alt.OverlayMarkDef(size=10)).encode(x=x, y=y, tooltip=[
             alt.Tooltip("bytes:Q", format=","), alt.Tooltip("ms:Q", format=".4g")])
         mark = base.transform_filter(picked("bytes", "bucket")).mark_point(
             size=160, color="#d62728", filled=True).encode(x=x, y=y)
