@@ -64,7 +64,7 @@ chromium:
 	fi
 
 vendor:
-	@echo "==> vendoring MathJax and ipywidgets JS into _vendor/"
+	@echo "==> vendoring MathJax, ipywidgets and Vega JS into _vendor/"
 	@bash scripts/vendor_js.sh
 
 # ---- book -------------------------------------------------------------------------------

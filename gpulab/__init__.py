@@ -5,9 +5,11 @@ Layers, one direction of dependency::
     units, specs, links, collectives, scaling, measurements   (pure models, SI units)
         <- plotting   (matplotlib; ``ax=None`` in, ``Axes`` out)
         <- widgets    (ipywidgets; returns the widget)
+    charts   (Altair/Vega-Lite; models evaluated on a grid at build time, for the book)
 
 ``import gpulab`` has no side effects: no rcParams change, no file or network I/O.
-``plotting`` and ``widgets`` import matplotlib / ipywidgets and are imported lazily.
+``plotting``, ``widgets`` and ``charts`` import matplotlib / ipywidgets / altair and
+are imported lazily.
 """
 from __future__ import annotations
 
@@ -21,13 +23,13 @@ from . import nccltests, parallelism  # measuring and parallel-layout chapters
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "units", "specs", "links", "collectives", "scaling",
-           "measurements", "plotting", "widgets"]
+           "measurements", "plotting", "widgets", "charts"]
 __all__ += ["pcie", "systems"]
 __all__ += ["topology"]
 __all__ += ["nccltests", "parallelism", "bench"]
 
 
 def __getattr__(name):  # lazy optional layers (PEP 562)
-    if name in ("plotting", "widgets", "bench"):
+    if name in ("plotting", "widgets", "charts", "bench"):
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'gpulab' has no attribute {name!r}")

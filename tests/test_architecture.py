@@ -2,9 +2,10 @@
 
 * no import cycles between gpulab modules (imports anywhere in a module count,
   including the late ones inside functions);
-* one direction of dependency: models <- plotting <- widgets; the CLI and the
-  benchmark sit on top; models import neither matplotlib, ipywidgets, IPython nor
-  argparse;
+* one direction of dependency: models <- plotting <- widgets; models <- charts
+  (the book's precomputed Vega-Lite charts, a layer of its own); the CLI and the
+  benchmark sit on top; models import neither matplotlib, ipywidgets, IPython,
+  argparse nor altair;
 * no private name (``_x``) of one module used by another, nor by chapters and labs;
 * no chapter numbers in code (topics, not chapters, organise the package);
 * the import graph stays shallow.
@@ -28,9 +29,9 @@ PKG = ROOT / "gpulab"
 #: Layers above the models: a module of a layer may import the layers listed for it
 #: (labcheck: the labs' self-checks, which may show tables through IPython).
 UPPER = {"plotting": set(), "widgets": {"plotting"}, "cli": {"plotting"},
-         "bench": set(), "labcheck": set()}
+         "bench": set(), "labcheck": set(), "charts": set()}
 #: Third-party UI/CLI libraries the model layer must not import.
-UI_LIBS = ("matplotlib", "ipywidgets", "IPython", "argparse", "PIL")
+UI_LIBS = ("matplotlib", "ipywidgets", "IPython", "argparse", "PIL", "altair")
 #: Deprecated modules kept as thin re-export shims (one course iteration).
 SHIMS = {"plotting_measure", "cli_compare"}
 #: Deepest allowed chain of imports between modules (floors of the condensed graph).
@@ -213,6 +214,19 @@ def test_layers_point_one_way():
     assert layer_violations(PKG) == []
 
 
+def charts_ui_imports(pkg):
+    """Imports of matplotlib, ipywidgets or IPython by the charts layer (the book's
+    charts are Vega-Lite specs: no figure library, no kernel-side widgets)."""
+    return [f"{m}:{line} imports {target}" for m, found in imports(pkg).items()
+            if layer(m, pkg.name) == "charts"
+            for target, _names, line in found
+            if target.split(".")[0] in ("matplotlib", "ipywidgets", "IPython")]
+
+
+def test_charts_import_neither_matplotlib_nor_ipywidgets():
+    assert charts_ui_imports(PKG) == []
+
+
 def test_no_private_name_crosses_modules():
     assert private_uses(PKG) == []
 
@@ -288,3 +302,12 @@ def test_checker_finds_private_names_in_notebooks(tmp_path):
                  "y = gl.units.GB\n")
     assert notebook_private_uses([p]) == ["ch.md: gl.widgets._CACHE",
                                           "ch.md: from gpulab.topology import _node"]
+
+
+def test_checker_finds_charts_ui_imports(tmp_path):
+    pkg = tmp_path / "gpulab"
+    (pkg / "charts").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "charts" / "__init__.py").write_text("import matplotlib.pyplot as plt\n")
+    (pkg / "charts" / "ok.py").write_text("import altair as alt\n")
+    assert charts_ui_imports(pkg) == ["gpulab.charts:1 imports matplotlib.pyplot"]
