@@ -267,3 +267,30 @@ def test_chapter_notebooks_cli_refuses_a_non_notebook(capsys):
         chapter_notebooks.main([str(ROOT / "README.md")])
     assert err.value.code == 2
     assert "chapters:" in capsys.readouterr().err
+
+
+# ---- Makefile -----------------------------------------------------------------------------
+
+def makefile_rules() -> dict[str, tuple[list[str], str]]:
+    """target -> (prerequisites, recipe text) for the plain rules of the Makefile."""
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    rules = {}
+    for m in re.finditer(r"^([\w.-]+):(?!=)[ \t]*([^\n]*)\n((?:\t[^\n]*\n)*)", text, re.M):
+        rules[m.group(1)] = (m.group(2).split(), m.group(3))
+    return rules
+
+
+def test_only_the_browser_tests_install_chromium():
+    rules = makefile_rules()
+    assert "chromium" in rules["test-browser"][0]
+    for target in ("book", "lab", "venv", "test-unit", "test-notebooks", "chapter-notebooks"):
+        assert "chromium" not in rules[target][0], f"make {target} should not need Chromium"
+
+
+def test_make_lab_serves_the_repository_root_with_the_course_config():
+    prereqs, recipe = makefile_rules()["lab"]
+    assert "chapter-notebooks" in prereqs
+    assert "--ServerApp.root_dir=$(CURDIR)" in recipe
+    assert "JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter" in recipe
+    assert "default_url=/lab/tree/START.ipynb" in recipe
+    assert "jupyter/chapter_notebooks.py" in makefile_rules()["chapter-notebooks"][1]
