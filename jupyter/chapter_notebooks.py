@@ -10,7 +10,11 @@ MyST roles), and saving would rewrite the tracked source in jupytext's own layou
   (``.jupyter_cache``, filled by the book build) when its code cells match, executed with
   the current kernel otherwise;
 * has every ``{glue:text}`key:fmt``` and ``{glue:md}`key``` role in its Markdown replaced
-  by the glued value, formatted as the book formats it, so the prose shows its numbers.
+  by the glued value, formatted as the book formats it, so the prose shows its numbers;
+* has its MyST directives and roles, which JupyterLab would show as raw text, turned into
+  Markdown that JupyterLab renders (:func:`myst_to_markdown`): a ``{dropdown}`` (the quick
+  checks' reveals) becomes a closed ``<details>`` element, admonitions and exercises get a
+  bold title, ``{math}`` becomes ``$$ ... $$``, cross-reference roles keep their text.
 
 A copy is rewritten only when its chapter changed since (the source's SHA-256 is kept in
 the copy's metadata) or when ``--force`` is given. The learner may edit and save a copy
@@ -99,6 +103,79 @@ def render_glue(text: str, values: dict[str, dict]) -> str:
     return GLUE_ROLE.sub(one, text)
 
 
+FENCE_OPEN = re.compile(r"^(?P<fence>:{3,}|`{3,})\{(?P<name>[\w-]+)\}[ \t]*(?P<arg>[^\n]*)$")
+TARGET = re.compile(r"^\([\w:-]+\)=\s*$")
+OPTION = re.compile(r"^:[\w-]+:.*$")
+ROLE = re.compile(r"\{(?P<name>[\w:-]+)\}`(?P<text>[^`]*)`")
+TITLED = {"admonition": "", "note": "Note", "tip": "Tip", "warning": "Warning",
+          "important": "Important", "seealso": "See also", "exercise": "Exercise"}
+
+
+def _directive(name: str, arg: str, options: list[str], body: str) -> str:
+    """Markdown for one MyST directive whose body is already converted."""
+    body = body.strip("\n")
+    if name == "dropdown":
+        return (f"<details><summary>{arg or 'Details'}</summary>\n\n{body}\n\n</details>")
+    if name == "math":
+        return f"$$\n{body}\n$$"
+    if name in TITLED:
+        title = TITLED[name]
+        if name == "exercise":
+            title = f"Exercise: {arg}" if arg else title
+        elif arg:
+            title = f"{title}: {arg}" if title else arg
+        return f"**{title}**\n\n{body}" if title else body
+    if name == "solution-start":
+        return "**Solution**"
+    if name in ("solution-end", "include"):
+        return ""
+    return body
+
+
+def myst_to_markdown(text: str) -> str:
+    """Turn the MyST directives and roles of one Markdown cell into plain Markdown.
+
+    Reference targets (``(label)=`` lines) are dropped. Directives (colon or backtick
+    fences, nested ones too) are replaced by what JupyterLab
+    renders (see the module docstring); other fenced blocks are kept. Roles other than glue
+    keep their text: ``{ref}`a title <target>``` gives "a title", ``{eq}`label``` gives
+    "(label)".
+    """
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = FENCE_OPEN.match(lines[i])
+        if not m:
+            if not TARGET.match(lines[i]):       # "(label)=" lines are for the book only
+                out.append(lines[i])
+            i += 1
+            continue
+        fence = m.group("fence")
+        j = i + 1
+        while j < len(lines) and lines[j].rstrip() != fence:
+            j += 1
+        inner = lines[i + 1:j]
+        options = []
+        while inner and OPTION.match(inner[0]):
+            options.append(inner.pop(0))
+        body = myst_to_markdown("\n".join(inner))
+        out.append(_directive(m.group("name"), m.group("arg").strip(), options, body))
+        i = j + 1
+
+    def role(match: re.Match) -> str:
+        name, content = match.group("name"), match.group("text")
+        if name.startswith("glue"):
+            return match.group(0)
+        if name == "eq":
+            return f"({content})"
+        if "<" in content and content.endswith(">"):
+            content = content[:content.index("<")].strip()
+        return f"`{content}`" if name == "kbd" else content
+
+    return ROLE.sub(role, "\n".join(out))
+
+
 def from_cache(nb):
     """The notebook with outputs from the book's execution cache, or None on a miss."""
     if not CACHE.is_dir():
@@ -151,7 +228,7 @@ def write_copy(source: Path, out_dir: Path, *, force: bool = False) -> tuple[Pat
     values = glue_values(executed)
     for cell in executed.cells:
         if cell.cell_type == "markdown":
-            cell.source = render_glue(cell.source, values)
+            cell.source = myst_to_markdown(render_glue(cell.source, values))
     executed.metadata.pop("jupytext", None)   # an .ipynb of its own, not paired
     executed.metadata["gpulab_course"] = {
         "source": display_path(source), "source_sha256": digest,

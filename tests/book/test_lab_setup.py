@@ -239,6 +239,15 @@ glue("ratio", 2 / 3, display=False)
 ```
 
 One and two make {glue:text}`three`, a ratio of {glue:text}`ratio:.1%`.
+
+::::{admonition} Quick check: a sum
+:class: quick-check
+What is one plus two?
+
+:::{dropdown} Reveal the answer
+It is {glue:text}`three`.
+:::
+::::
 """
 
 
@@ -250,7 +259,11 @@ def test_copy_is_executed_and_shows_numbers(tmp_path):
     assert how == "executed"
     nb = nbformat.read(out, as_version=4)
     prose = nb.cells[-1].source
-    assert prose == "One and two make 3, a ratio of 66.7%."
+    assert prose.startswith("One and two make 3, a ratio of 66.7%.")
+    # the quick check's reveal is a closed <details> element that JupyterLab renders
+    assert ("**Quick check: a sum**\n\nWhat is one plus two?\n\n"
+            "<details><summary>Reveal the answer</summary>\n\nIt is 3.\n\n</details>") in prose
+    assert ":::" not in prose and "{admonition}" not in prose
     assert "{glue" not in prose
     assert nb.metadata["gpulab_course"]["source_sha256"] == hashlib.sha256(before).hexdigest()
     assert "jupytext" not in nb.metadata
@@ -260,6 +273,23 @@ def test_copy_is_executed_and_shows_numbers(tmp_path):
     out, how = chapter_notebooks.write_copy(src, tmp_path / "out")
     assert how == "executed"
     assert nbformat.read(out, as_version=4).cells[-1].source.startswith("One and two make 4,")
+
+
+@pytest.mark.parametrize("myst,markdown", [
+    (":::{dropdown} Reveal\nx\n:::", "<details><summary>Reveal</summary>\n\nx\n\n</details>"),
+    ("```{admonition} Takeaway\n:class: tip\nSo it is.\n```", "**Takeaway**\n\nSo it is."),
+    ("```{exercise} Ring time\n:label: ex-1\nCompute it.\n```", "**Exercise: Ring time**\n\nCompute it."),
+    ("```{math}\n:label: eq-a\nt = a + b\n```", "$$\nt = a + b\n$$"),
+    ("```{solution-start} ex-1\n:class: dropdown\n```", "**Solution**"),
+    ("```{include} _includes/x.md\n```", ""),
+    ("see {ref}`the table <tab-x>`, {eq}`eq-a`, {numref}`fig-b` and {kbd}`Ctrl+C`",
+     "see the table, (eq-a), fig-b and `Ctrl+C`"),
+    ("```bash\nmake lab\n```", "```bash\nmake lab\n```"),
+    ("(ch-x)=\n# Title", "# Title"),
+    ("{glue:text}`k:.1f` stays", "{glue:text}`k:.1f` stays"),
+])
+def test_myst_to_markdown(myst, markdown):
+    assert chapter_notebooks.myst_to_markdown(myst) == markdown
 
 
 def test_chapter_notebooks_cli_refuses_a_non_notebook(capsys):
