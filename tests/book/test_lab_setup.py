@@ -324,3 +324,16 @@ def test_make_lab_serves_the_repository_root_with_the_course_config():
     assert "JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter" in recipe
     assert "default_url=/lab/tree/START.ipynb" in recipe
     assert "jupyter/chapter_notebooks.py" in makefile_rules()["chapter-notebooks"][1]
+
+
+# ---- documentation: the sample files it names exist -----------------------------------------
+
+@pytest.mark.parametrize("doc", ["README.md", "book/setup.md"])
+def test_sample_files_named_in_the_docs_exist(doc):
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    paths = set(re.findall(r"(?<![\w/.])((?:tests/data|gpulab/data)/[\w./-]+)", text))
+    assert any(p.startswith("tests/data/") for p in paths), f"{doc} names no tests/data/ file"
+    for path in paths:
+        assert (ROOT / path.rstrip(".")).exists(), f"{doc} names a missing path: {path}"
+    assert "source .venv/bin/activate" in text, f"{doc} does not say to activate .venv"
+    assert "pip install -e '.[widgets]'" in text
