@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import importlib.util
 import json
@@ -157,6 +158,13 @@ def manager(tmp_path):
     return course_contents.CourseContentsManager(root_dir=str(tmp_path))
 
 
+def run(coro):
+    """Run a coroutine to completion, also when this thread already has a running loop
+    (Playwright's sync API leaves one behind in the browser tests of the same session)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -167,29 +175,43 @@ def test_text_notebook_is_read_only_and_never_saved(manager, path):
 
     file = Path(manager.root_dir) / path
     before = _digest(file)
-    model = asyncio.run(manager.get(path, type="notebook"))
+    model = run(manager.get(path, type="notebook"))
     assert model["type"] == "notebook" and model["writable"] is False
     # what JupyterLab's autosave or Ctrl+S would send back
     with pytest.raises(HTTPError) as err:
-        asyncio.run(manager.save({"type": "notebook", "format": "json",
+        run(manager.save({"type": "notebook", "format": "json",
                                   "content": model["content"]}, path))
     assert err.value.status_code == 403 and path in err.value.log_message
     assert _digest(file) == before
 
 
 def test_text_file_stays_editable_as_text(manager):
-    model = asyncio.run(manager.get("book/nvlink.md", type="file", format="text"))
+    model = run(manager.get("book/nvlink.md", type="file", format="text"))
     assert model["type"] == "file" and model["writable"] is True
 
 
 def test_ipynb_saves_normally(manager):
-    model = asyncio.run(manager.get("START.ipynb"))
+    (Path(manager.root_dir) / "labs").mkdir()
+    (Path(manager.root_dir) / "labs" / "mine.ipynb").write_bytes(START.read_bytes())
+    model = run(manager.get("labs/mine.ipynb"))
     assert model["writable"] is True
     model["content"]["cells"][0]["source"] += "\nmy note"
-    asyncio.run(manager.save({"type": "notebook", "format": "json",
-                              "content": model["content"]}, "START.ipynb"))
-    saved = nbformat.read(Path(manager.root_dir) / "START.ipynb", as_version=4)
+    run(manager.save({"type": "notebook", "format": "json",
+                              "content": model["content"]}, "labs/mine.ipynb"))
+    saved = nbformat.read(Path(manager.root_dir) / "labs" / "mine.ipynb", as_version=4)
     assert saved.cells[0].source.endswith("my note")
+
+
+def test_landing_notebook_is_read_only(manager):
+    from tornado.web import HTTPError
+
+    before = _digest(Path(manager.root_dir) / "START.ipynb")
+    model = run(manager.get("START.ipynb"))
+    assert model["writable"] is False
+    with pytest.raises(HTTPError):
+        run(manager.save({"type": "notebook", "format": "json",
+                                  "content": model["content"]}, "START.ipynb"))
+    assert _digest(Path(manager.root_dir) / "START.ipynb") == before
 
 
 # ---- executed chapter copies ---------------------------------------------------------------
