@@ -9,8 +9,9 @@ the test. Checks:
 
 1. the landing notebook opens by itself; no "Jupyter news" pop-up appears;
 2. its link to a chapter opens the chapter's executed copy as a notebook: the prose shows
-   the glued numbers (no ``{glue`` role), the notebook is not marked modified, and Run All
-   runs every cell (exercises included) without an error;
+   the glued numbers (no ``{glue`` role, no raw MyST), the quick checks hide their answers
+   behind a closed "Reveal the answer", saving it right after opening writes the same
+   cells back, and Run All runs every cell (exercises included) without an error;
 3. a chapter source ``book/*.md`` opens as a notebook (not in the text editor), read-only:
    after autosave had its chances and Ctrl+S, the file is byte-identical.
 """
@@ -200,11 +201,26 @@ def test_chapter_opens_from_landing_with_numbers_and_runs(root_lab, page, make_o
         prose = "\n".join(nb.locator(".jp-MarkdownCell .jp-RenderedMarkdown").all_inner_texts())
         assert CHAPTER_TITLE in prose
         assert "{glue" not in prose, "the chapter's prose shows raw glue roles"
-        page.wait_for_timeout(2_500)
-        tab = page.locator(".lm-TabBar-tab.lm-mod-current[data-type='document-title']",
-                           has_text=f"{CHAPTER}.ipynb")
-        assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), \
-            "the chapter is marked modified as soon as it opens"
+        assert ":::" not in prose and "{admonition}" not in prose, "raw MyST in the prose"
+        # the quick checks: question shown, answer behind a closed "Reveal the answer"
+        reveals = nb.locator(".jp-RenderedMarkdown details")
+        assert reveals.count() >= 2, "no quick-check reveals in the chapter notebook"
+        assert reveals.first.evaluate("d => !d.open")
+        assert "Reveal the answer" in reveals.first.locator("summary").inner_text()
+        # opening changes no cell: after autosave had its chances and Ctrl+S, the cells are
+        # what make lab wrote (JupyterLab flags the tab as modified once the saved widget
+        # views render, and rewrites only notebook metadata: widget state, kernel info)
+        def content(path):
+            return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+        before = content(root / copy)
+        page.wait_for_timeout(3_000)
+        nb.locator(".jp-Cell").first.click()
+        page.keyboard.press("Escape")
+        page.keyboard.press("Control+s")
+        page.wait_for_timeout(2_000)
+        assert content(root / copy) == before, \
+            "opening the chapter notebook changed it"
 
         wait_kernel_idle(page, base, token, copy, timeout=90)
         nb.locator(".jp-Cell").first.click()
