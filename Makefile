@@ -1,7 +1,7 @@
 # Build, test and run the course.  `make help` lists the targets.
 #   make book       build the HTML book into _build/html (offline-capable, -W)
 #   make test       book + unit tests/doctests + nbval on every notebook + browser tests
-#   make lab        JupyterLab on labs/ at http://localhost:8888/lab
+#   make lab        JupyterLab at the repository root, opening START.ipynb (labs and chapters)
 #   make clean      remove build outputs and caches (make distclean: also .venv and _vendor)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -26,18 +26,19 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # minus the entries of labs/ignore_testing ("path/relative/to/repo  # reason", one a line).
 # tests/book/test_notebook_set.py collects with exactly these arguments (`make print-nbval-args`)
 # and fails if any notebook in the repository is not collected.
-NBVAL_PATHS       := labs book
+NBVAL_PATHS       := START.ipynb labs book
 NBVAL_IGNORE_FILE := labs/ignore_testing
 NBVAL_IGNORES      = $(shell if [ -f $(NBVAL_IGNORE_FILE) ]; then sed -e 's/\#.*//' $(NBVAL_IGNORE_FILE) | awk 'NF {print "--ignore=" $$1}'; fi)
 NBVAL_ARGS         = --nbval-lax --nbval-current-env --nbval-sanitize-with labs/nbval_sanitize.cfg $(NBVAL_IGNORES) $(NBVAL_PATHS)
 
 .PHONY: help venv chromium vendor book test test-unit test-notebooks test-browser lab \
+        chapter-notebooks \
         clean distclean print-nbval-args
 
 help:
 	@echo "make book       build the book into _build/html (creates .venv if needed)"
 	@echo "make test       build the book, then run all tests (what CI runs: .ci/run)"
-	@echo "make lab        JupyterLab on labs/ at http://localhost:$(LAB_PORT)/lab"
+	@echo "make lab        JupyterLab at the repository root: http://localhost:$(LAB_PORT)/lab/tree/START.ipynb"
 	@echo "make clean      remove _build, caches; make distclean also removes .venv and _vendor"
 
 # ---- environment ------------------------------------------------------------------------
@@ -51,7 +52,8 @@ $(STAMP): requirements.txt pyproject.toml
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
 	@touch $@
 
-# JupyterLab setting: open MyST .md notebooks as notebooks (jupytext), not as text.
+# JupyterLab settings of the course: open Markdown/MyST .md files as notebooks (jupytext),
+# not as text; no news pop-up and no update check.
 $(LAB_OVERRIDES): jupyter/overrides.json $(STAMP)
 	@mkdir -p $(@D)
 	@cp jupyter/overrides.json $@
@@ -68,7 +70,8 @@ vendor:
 	@bash scripts/vendor_js.sh
 
 # ---- book -------------------------------------------------------------------------------
-book: venv chromium vendor
+# Chromium is needed by the browser tests only (test-browser), not to build the book.
+book: venv vendor
 	@# Sphinx copies html_extra_path only when some page is rewritten: start afresh when the
 	@# vendored JS changed (executed notebooks stay cached in .jupyter_cache).
 	@if [ -d _build/html ] && ! cmp -s _vendor/VERSIONS _build/html/VERSIONS; then \
@@ -117,9 +120,19 @@ print-nbval-args:
 	@echo $(NBVAL_ARGS)
 
 # ---- JupyterLab -------------------------------------------------------------------------
-lab: venv
-	@echo "==> starting JupyterLab on labs/ at http://localhost:$(LAB_PORT)/lab (Ctrl+C to stop)"
-	$(BIN)/python -m jupyterlab --no-browser --port=$(LAB_PORT) --ServerApp.root_dir=labs $(LAB_ARGS)
+# The server's root is the repository: START.ipynb lists the labs and the chapters. Chapters
+# open as executed copies in _build/chapters/ (their prose shows the numbers; the book's
+# execution cache is reused when `make book` ran); jupyter/jupyter_server_config.py makes the
+# .md sources read-only when opened as notebooks, so they are never rewritten.
+chapter-notebooks: venv
+	@echo "==> writing executed chapter notebooks into _build/chapters/ (first time: about a minute per chapter)"
+	@$(BIN)/python jupyter/chapter_notebooks.py
+
+lab: venv chapter-notebooks
+	@echo "==> starting JupyterLab at http://localhost:$(LAB_PORT)/lab/tree/START.ipynb (Ctrl+C to stop)"
+	JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH} \
+	  $(BIN)/python -m jupyterlab --no-browser --port=$(LAB_PORT) --ServerApp.root_dir=$(CURDIR) \
+	  --LabApp.default_url=/lab/tree/START.ipynb $(LAB_ARGS)
 
 # ---- cleaning ---------------------------------------------------------------------------
 clean:
