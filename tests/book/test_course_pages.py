@@ -180,3 +180,23 @@ def test_each_misconception_points_at_a_figure_or_section():
         assert "*Show:*" in e and re.search(r"\{(numref|ref)\}`", e), e[:60]
     for topic in ("per-direction", "busbw", "GiB", "across nodes", "bus", "always faster"):
         assert topic.lower() in text.lower(), topic
+
+
+@pytest.mark.browser
+def test_assessment_answers_hidden_until_opened(page, site_url):
+    page.goto(f"{site_url}/book/instructor/assessment.html", wait_until="load")
+    answer = page.locator("div.dropdown.admonition").first
+    body = answer.locator("p").nth(1)
+    page.wait_for_timeout(500)                      # sphinx-togglebutton runs on load
+    assert not body.is_visible()
+    answer.locator(".admonition-title").click()
+    body.wait_for(state="visible", timeout=5_000)
+    assert "per direction" in body.inner_text()
+
+
+@pytest.mark.browser
+def test_glossary_term_anchor_scrolls_to_its_row(page, site_url):
+    page.goto(f"{site_url}/book/notation.html#term-bidirectional", wait_until="load")
+    row = page.locator("#term-bidirectional").locator("xpath=ancestor::tr")
+    assert "双向" in row.inner_text()
+    assert row.is_visible()
