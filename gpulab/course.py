@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 import yaml
 
-from . import collectives, links, specs, units
+from . import collectives, links, measurements, specs, units
 from ._validate import check_choice
 from .parallelism import model, model_state_bytes, parameter_count, slowdown, speedup
 from .parallelism import bubble_fraction, tp_allreduce_count
-from .pcie import encoded_bandwidth, raw_bandwidth
+from .pcie import effective_bandwidth, encoded_bandwidth, raw_bandwidth
 
 __all__ = [
     "VERDICTS", "ITEM_KINDS", "clear_cache", "AgendaItem", "Track", "Claim", "Term",
@@ -307,6 +307,11 @@ def evidence_values():
         "pam4_bits": gen4.bits_per_symbol,
         "pcie5_dir": pcie5,
         "pcie5_raw_bidir": 2 * raw_bandwidth(5, 16).gb_per_s,
+        "pcie_ovh_128_pct": 100 * (1 - effective_bandwidth(5, max_payload_bytes=128)
+                                   / raw_bandwidth(5)),
+        "pcie_ovh_256_pct": 100 * (1 - effective_bandwidth(5) / raw_bandwidth(5)),
+        "pcie_h2d_ovh_pct": 100 * (1 - measurements.copy_bandwidth().peak("h2d_pinned")
+                                   / raw_bandwidth(5)),
         "nic_dir": nic,
         "nic_gbit": nic * 8,
         "nvl_over_nic": line / nic,

@@ -128,6 +128,9 @@ def test_evidence_values_against_analytic_oracles():
     assert v["gib_over_gb_pct"] == pytest.approx(100 * (2**30 / 1e9 - 1))
     assert v["states_70b_tb"] == pytest.approx(70e9 * 16 / 1e12)
     assert v["states_70b_megatron_tb"] == pytest.approx(70e9 * 18 / 1e12)
+    # PCIe overhead falls with the payload size, and a real copy cannot beat the protocol
+    assert v["pcie_ovh_128_pct"] > v["pcie_ovh_256_pct"] > 100 * (1 - 128 / 130)
+    assert v["pcie_h2d_ovh_pct"] >= v["pcie_ovh_256_pct"]
 
 
 def test_impossible_article_numbers_stay_impossible():
