@@ -362,6 +362,8 @@ def evidence_text(claim_or_id):
 
 def evidence_fields(text):
     """The quantity names an evidence template uses (``{name:fmt}`` fields)."""
+    if not isinstance(text, str):
+        raise ValueError(f"text must be an evidence template (a string); got {text!r}")
     return {f for _, f, _, _ in string.Formatter().parse(text) if f}
 
 

@@ -147,6 +147,12 @@ def test_claim_bad_input_names_the_parameter():
             course.claim(bad)
     with pytest.raises(ValueError, match="verdict"):
         course.claims("maybe")
+    with pytest.raises(ValueError, match="claim_id"):
+        course.evidence_text(0)
+    with pytest.raises(ValueError, match="text"):
+        course.evidence_fields(None)
+    with pytest.raises(ValueError, match="name"):
+        course.agenda_rows("weekend")
 
 
 def test_article_is_identified():
