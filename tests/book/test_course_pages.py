@@ -7,7 +7,8 @@
 * with the book built (``_build/html``; a skip, or a failure under ``make test``): the anchors are in the HTML, the glossary's terms
   and anchors are text in notation.html and in the search index;
 * with ``GPULAB_SOURCE_FACTS`` pointing at the fact list of the article (a Markdown file of
-  numbered table rows), every numbered claim of it is in ``article_claims.yaml``.
+  numbered table rows), every numbered claim of it is in ``article_claims.yaml``; with
+  ``GPULAB_SOURCE_ARTICLE`` pointing at the article's text, every Chinese quote is verbatim.
 """
 from __future__ import annotations
 
@@ -135,6 +136,19 @@ def test_fact_list_claims_are_all_in_the_data():
     ids = {int(m) for m in re.findall(r"^\| (\d+) \|", Path(path).read_text(encoding="utf-8"),
                                       flags=re.M)}
     assert ids and ids == {c.id for c in course.claims()}
+
+
+def test_quotes_are_the_article_s_own_words():
+    """Each claim's Chinese quote and each glossary term's article wording is a verbatim
+    substring of the article (its text is not part of the repository)."""
+    path = os.environ.get("GPULAB_SOURCE_ARTICLE")
+    if not path:
+        pytest.skip("set GPULAB_SOURCE_ARTICLE to the article's text to compare")
+    article = Path(path).read_text(encoding="utf-8")
+    missing = [c.id for c in course.claims() if c.zh not in article]
+    missing += [t.key for t in course.glossary()
+                for part in t.article_zh.split(" | ") if part and part not in article]
+    assert not missing
 
 
 # --- the built book (the html_dir fixture: a skip, or a failure under make test) ----
