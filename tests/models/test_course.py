@@ -126,7 +126,9 @@ def test_evidence_values_against_analytic_oracles():
     assert v["ar256_any_ms"] == pytest.approx(256 * 2**20 / 450e9 * 1e3)
     assert v["ar256_pcie_ring_ms"] == pytest.approx(1.75 * 256 * 2**20 / (v["pcie5_dir"] * 1e9) * 1e3)
     assert v["gib_over_gb_pct"] == pytest.approx(100 * (2**30 / 1e9 - 1))
-    assert v["states_70b_tb"] == pytest.approx(70e9 * 16 / 1e12)
+    assert v["zero_bytes_per_param"] == 16 and v["megatron_bytes_per_param"] == 18
+    assert v["states_70b_shape_tb"] == pytest.approx(v["params_70b"] * 18 / 1e3)
+    assert v["states_70b_tp8_gb"] == pytest.approx(v["states_70b_shape_tb"] * 1e3 / 8)
     assert v["states_70b_megatron_tb"] == pytest.approx(70e9 * 18 / 1e12)
     # PCIe overhead falls with the payload size, and a real copy cannot beat the protocol
     assert v["pcie_ovh_128_pct"] > v["pcie_ovh_256_pct"] > 100 * (1 - 128 / 130)
