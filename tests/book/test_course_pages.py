@@ -1,0 +1,216 @@
+"""The course data (gpulab.course) against the pages it points into.
+
+* every chapter section and lab part a teaching track names exists;
+* every claim's anchor exists in its chapter, and the chapter titles match;
+* every "What the source article gets wrong" box of a chapter has a label, the claims
+  anchored to it are named in it, and none of them is marked right in the appendix;
+* with the book built (``_build/html``; a skip, or a failure under ``make test``): the anchors are in the HTML, the glossary's terms
+  and anchors are text in notation.html and in the search index;
+* with ``GPULAB_SOURCE_FACTS`` pointing at the fact list of the article (a Markdown file of
+  numbered table rows), every numbered claim of it is in ``article_claims.yaml``; with
+  ``GPULAB_SOURCE_ARTICLE`` pointing at the article's text, every Chinese quote is verbatim.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from gpulab import course
+
+ROOT = Path(__file__).resolve().parents[2]
+BOOK = ROOT / "book"
+BOX_TITLE = "{admonition} What the source article gets wrong"
+
+
+def labels(text):
+    return set(re.findall(r"^\(([A-Za-z0-9_-]+)\)=\s*$", text, flags=re.M))
+
+
+def chapter(doc):
+    return (BOOK / f"{doc}.md").read_text(encoding="utf-8")
+
+
+def boxes(text):
+    """``{label: box text}`` of every "gets wrong" box; a box without a label is keyed None.
+
+    A box runs from its opening fence to the next line that is exactly that fence.
+    """
+    out = {}
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if BOX_TITLE in line:
+            fence = line.split("{")[0]
+            end = next(k for k in range(i + 1, len(lines)) if lines[k].strip() == fence)
+            m = re.match(r"^\(([A-Za-z0-9_-]+)\)=\s*$", lines[i - 1]) if i else None
+            out.setdefault(m.group(1) if m else None, "\n".join(lines[i:end]))
+    return out
+
+
+def lab_parts(name):
+    nb = json.loads((ROOT / "labs" / f"{name}.ipynb").read_text(encoding="utf-8"))
+    heads = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            heads += [ln[3:].strip() for ln in "".join(cell["source"]).splitlines()
+                      if ln.startswith("## ")]
+    return heads
+
+
+# --- tracks -----------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["half-day", "one-day"])
+def test_track_sections_and_lab_parts_exist(name):
+    for item in course.track(name).items:
+        if item.kind == "chapter":
+            have = labels(chapter(item.doc))
+            missing = [s for s in item.run + item.skip if s not in have]
+            assert not missing, f"{name}: {item.doc}.md has no label {missing}"
+        elif item.kind == "lab":
+            parts = lab_parts(item.doc)
+            for p in item.run + item.skip:
+                assert any(h == p or h.startswith(p + " ") for h in parts), \
+                    f"{name}: labs/{item.doc}.ipynb has no heading '## {p}'"
+
+
+def test_lab_part_check_can_fail():
+    assert not any(h.startswith("Part Z ") for h in lab_parts("lab01_link_math"))
+
+
+def test_instructor_pages_are_in_the_toc():
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    for page in ("index", "tracks", "misconceptions", "assessment", "classroom"):
+        assert f"book/instructor/{page}" in toc
+        assert (BOOK / "instructor" / f"{page}.md").is_file()
+    assert "file: book/article_claims" in toc
+
+
+# --- claims against the chapters ----------------------------------------------------
+def test_every_claim_anchor_exists_in_its_chapter():
+    for c in course.claims():
+        assert c.label in labels(chapter(c.chapter)), f"claim {c.id}: no ({c.label})= in {c.chapter}.md"
+
+
+def test_chapter_titles_match_the_h1():
+    for doc, title in course.chapter_titles().items():
+        h1 = re.search(r"^# (.+)$", chapter(doc), flags=re.M).group(1).strip()
+        assert h1 == title, doc
+
+
+def test_every_gets_wrong_box_is_labelled_and_linked():
+    anchored = {c.label for c in course.claims()}
+    for path in sorted(BOOK.glob("*.md")):
+        for label in boxes(path.read_text(encoding="utf-8")):
+            assert label is not None, f"{path.name}: a 'gets wrong' box without a (label)="
+            assert label in anchored, f"{path.name}: no claim of the appendix links to {label}"
+
+
+def test_boxed_claims_are_named_in_their_box_and_not_marked_right():
+    """The appendix and the chapters cannot disagree: a claim the appendix sends to a
+    'gets wrong' box is named in that box (its box_key) and is wrong or unverifiable."""
+    n = 0
+    for c in course.claims():
+        box = boxes(chapter(c.chapter)).get(c.label)
+        if box is None:
+            assert not c.box_key, f"claim {c.id}: box_key but {c.label} is not a box"
+            continue
+        n += 1
+        assert c.box_key and c.box_key in box, f"claim {c.id}: {c.box_key!r} not in {c.label}"
+        assert c.verdict in ("wrong", "unverifiable"), f"claim {c.id} is in a 'gets wrong' box"
+    assert n >= 40
+
+
+def test_box_parser_finds_a_missing_label_and_key():
+    text = "intro\n```" + BOX_TITLE + "\n:class: warning\n- **claim A**\n```\nafter\n"
+    assert boxes(text) == {None: "```" + BOX_TITLE + "\n:class: warning\n- **claim A**"}
+    labelled = boxes("(x-box)=\n" + text.split("\n", 1)[1])
+    assert "claim A" in labelled["x-box"] and "claim B" not in labelled["x-box"]
+
+
+def test_fact_list_claims_are_all_in_the_data():
+    path = os.environ.get("GPULAB_SOURCE_FACTS")
+    if not path:
+        pytest.skip("set GPULAB_SOURCE_FACTS to the article's fact list to compare")
+    ids = {int(m) for m in re.findall(r"^\| (\d+) \|", Path(path).read_text(encoding="utf-8"),
+                                      flags=re.M)}
+    assert ids and ids == {c.id for c in course.claims()}
+
+
+def test_quotes_are_the_article_s_own_words():
+    """Each claim's Chinese quote and each glossary term's article wording is a verbatim
+    substring of the article (its text is not part of the repository)."""
+    path = os.environ.get("GPULAB_SOURCE_ARTICLE")
+    if not path:
+        pytest.skip("set GPULAB_SOURCE_ARTICLE to the article's text to compare")
+    article = Path(path).read_text(encoding="utf-8")
+    missing = [c.id for c in course.claims() if c.zh not in article]
+    missing += [t.key for t in course.glossary()
+                for part in t.article_zh.split(" | ") if part and part not in article]
+    assert not missing
+
+
+# --- the built book (the html_dir fixture: a skip, or a failure under make test) ----
+def test_built_anchors_exist(html_dir):
+    for c in course.claims():
+        page = (html_dir / "book" / f"{c.chapter}.html").read_text(encoding="utf-8")
+        assert f'id="{c.label}"' in page, (c.id, c.label)
+    for name in course.track_names():
+        for item in course.track(name).items:
+            if item.kind == "chapter":
+                page = (html_dir / "book" / f"{item.doc}.html").read_text(encoding="utf-8")
+                for s in item.run + item.skip:
+                    assert f'id="{s}"' in page, (item.doc, s)
+
+
+def test_built_glossary_is_text_with_anchors_and_searchable(html_dir):
+    page = (html_dir / "book" / "notation.html").read_text(encoding="utf-8")
+    index = (html_dir / "searchindex.js").read_text(encoding="utf-8")
+    for t in course.glossary():
+        assert f'id="{t.anchor}"' in page, t.key
+        assert t.zh.split("（")[0] in page, t.key
+    # the index holds words as JSON keys (non-ASCII escaped): each term must be a word
+    for word in ("双向", "单向", "子链路", "算法带宽", "流水线气泡", "busbw"):
+        assert json.dumps(word) in index, word
+    claims_page = (html_dir / "book" / "article_claims.html").read_text(encoding="utf-8")
+    assert all(f'id="claim-{c.id}"' in claims_page for c in course.claims())
+
+
+# --- instructor pages -------------------------------------------------------------
+def test_assessment_has_8_to_12_questions_each_with_a_hidden_answer():
+    text = (BOOK / "instructor" / "assessment.md").read_text(encoding="utf-8")
+    questions = [int(n) for n in re.findall(r"^```\{admonition\} Question (\d+):", text, re.M)]
+    answers = re.findall(r"^```\{admonition\} Answer (\d+)\n:class: dropdown$", text, re.M)
+    assert 8 <= len(questions) <= 12 and questions == list(range(1, len(questions) + 1))
+    assert [int(n) for n in answers] == questions
+
+
+def test_each_misconception_points_at_a_figure_or_section():
+    text = (BOOK / "instructor" / "misconceptions.md").read_text(encoding="utf-8")
+    entries = re.split(r"\n\n(?=\*\*\")", text)[1:]
+    assert len(entries) >= 10
+    for e in entries:
+        assert "*Show:*" in e and re.search(r"\{(numref|ref)\}`", e), e[:60]
+    for topic in ("per-direction", "busbw", "GiB", "across nodes", "bus", "always faster"):
+        assert topic.lower() in text.lower(), topic
+
+
+@pytest.mark.browser
+def test_assessment_answers_hidden_until_opened(page, site_url):
+    page.goto(f"{site_url}/book/instructor/assessment.html", wait_until="load")
+    answer = page.locator("div.dropdown.admonition").first
+    body = answer.locator("p").nth(1)
+    page.wait_for_timeout(500)                      # sphinx-togglebutton runs on load
+    assert not body.is_visible()
+    answer.locator(".admonition-title").click()
+    body.wait_for(state="visible", timeout=5_000)
+    assert "per direction" in body.inner_text()
+
+
+@pytest.mark.browser
+def test_glossary_term_anchor_scrolls_to_its_row(page, site_url):
+    page.goto(f"{site_url}/book/notation.html#term-bidirectional", wait_until="load")
+    row = page.locator("#term-bidirectional").locator("xpath=ancestor::tr")
+    assert "双向" in row.inner_text()
+    assert row.is_visible()
