@@ -2,6 +2,8 @@
 # Vendor the JavaScript the built book needs, so that it works fully offline:
 #   _vendor/widgets/  @jupyter-widgets/html-manager (embed-amd.js + its fonts) and requirejs
 #   _vendor/mathjax/  a MathJax 3 subset (tex-chtml.js, CHTML woff-v2 fonts, TeX extensions, ui, a11y)
+#   _vendor/reveal/   reveal.js (script, core CSS, the white theme with its embedded fonts) for
+#                     the slide decks of scripts/build_slides.py
 # _config.yml copies _vendor/ to the HTML root (html_extra_path) and points mathjax_path and
 # nb_ipywidgets_js at it.  Idempotent: does nothing when _vendor/VERSIONS already matches.
 set -euo pipefail
@@ -10,11 +12,13 @@ cd "$(dirname "$0")/.."
 HTML_MANAGER=@jupyter-widgets/html-manager@1.0.15
 REQUIREJS=requirejs@2.3.8
 MATHJAX=mathjax@3.2.2
+REVEAL=reveal.js@6.0.2
 VENDOR=_vendor
 SHIM_VERSION=shim-2   # bump when widgets/offline-shim.js below changes
-WANT="$HTML_MANAGER $REQUIREJS $MATHJAX $SHIM_VERSION"
+WANT="$HTML_MANAGER $REQUIREJS $MATHJAX $REVEAL $SHIM_VERSION"
 
-required=(widgets/embed-amd.js widgets/require.js widgets/offline-shim.js mathjax/tex-chtml.js)
+required=(widgets/embed-amd.js widgets/require.js widgets/offline-shim.js mathjax/tex-chtml.js
+          reveal/reveal.js reveal/reveal.css reveal/theme/white.css)
 have_all() {
   [ -f "$VENDOR/VERSIONS" ] && [ "$(cat "$VENDOR/VERSIONS")" = "$WANT" ] || return 1
   for f in "${required[@]}"; do [ -s "$VENDOR/$f" ] || return 1; done
@@ -28,7 +32,7 @@ command -v npm >/dev/null || { echo "error: npm is needed to vendor $WANT" >&2; 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "    npm pack $WANT"
-(cd "$tmp" && npm pack --silent "$HTML_MANAGER" "$REQUIREJS" "$MATHJAX" >/dev/null)
+(cd "$tmp" && npm pack --silent "$HTML_MANAGER" "$REQUIREJS" "$MATHJAX" "$REVEAL" >/dev/null)
 
 new="$tmp/vendor"
 mkdir -p "$new/widgets" "$new/mathjax/output/chtml/fonts"
@@ -85,6 +89,12 @@ mkdir -p "$new/mathjax/input/tex"
 cp -r "$es5/input/tex/extensions" "$new/mathjax/input/tex/"
 cp -r "$es5/ui" "$es5/a11y" "$new/mathjax/"
 cp "$tmp"/package/LICENSE "$new/mathjax/LICENSE" 2>/dev/null || true
+
+unpack "$tmp"/reveal.js-6.0.2.tgz
+mkdir -p "$new/reveal/theme"
+cp "$tmp"/package/dist/reveal.js "$tmp"/package/dist/reveal.css "$new/reveal/"
+cp "$tmp"/package/dist/theme/white.css "$new/reveal/theme/"   # fonts embedded as data: URLs
+cp "$tmp"/package/LICENSE "$new/reveal/LICENSE" 2>/dev/null || true
 
 echo "$WANT" > "$new/VERSIONS"
 rm -rf "$VENDOR"
