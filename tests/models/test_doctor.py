@@ -132,3 +132,24 @@ def test_bad_arguments_name_the_parameter():
         doctor.release("latest")
     with pytest.raises(ValueError, match="packages"):
         doctor.run_checks(packages=["numpy"])
+
+
+def fake_torch(cuda=True):
+    """What torch 2.11 reports on 1x H200 (driver 580, CUDA 13.0, NCCL 2.28.9)."""
+    from types import SimpleNamespace as NS
+    return NS(__version__="2.11.0+cu130", version=NS(cuda="13.0"),
+              cuda=NS(is_available=lambda: cuda, device_count=lambda: 1,
+                      get_device_name=lambda i: "NVIDIA H200",
+                      nccl=NS(version=lambda: (2, 28, 9))),
+              distributed=NS(is_nccl_available=lambda: True))
+
+
+def test_torch_and_nccl_on_a_gpu_machine(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", fake_torch())
+    t, n = doctor.check_torch_cuda(), doctor.check_nccl()
+    assert (t.status, n.status) == ("PASS", "PASS")
+    assert t.detail == "torch 2.11.0+cu130, CUDA 13.0, 1 GPU(s): NVIDIA H200"
+    assert n.detail == "NCCL 2.28.9"
+    monkeypatch.setitem(sys.modules, "torch", fake_torch(cuda=False))
+    assert doctor.check_torch_cuda().status == "SKIP"
+    assert doctor.check_nccl().status == "SKIP"
