@@ -2,6 +2,7 @@
 slide markers counted in the chapter sources (independently of scripts/build_slides.py)."""
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from pathlib import Path
@@ -10,7 +11,21 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "_build"
-NON_CHAPTER_PARTS = {"Start here", "Reference"}
+
+
+def _non_chapter_parts():
+    """The toc parts that hold no chapters, as the book's browser tests define them
+    (``NON_CHAPTER_PARTS`` in tests/book/test_book_html.py), so that both agree."""
+    tree = ast.parse((ROOT / "tests" / "book" / "test_book_html.py").read_text(
+        encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                getattr(t, "id", None) == "NON_CHAPTER_PARTS" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    raise AssertionError("NON_CHAPTER_PARTS not found in tests/book/test_book_html.py")
+
+
+NON_CHAPTER_PARTS = _non_chapter_parts()
 
 
 def toc():
