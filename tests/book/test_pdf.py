@@ -66,7 +66,7 @@ def test_every_page_in_book_order(book):
 @pytest.mark.parametrize("doc", [d for d, _ in toc()])
 def test_title_is_in_its_pages(book, doc):
     reader, index = book
-    text = words(" ".join(p.extract_text() for p in page_range(reader, index[doc])[:2]))
+    text = words(page_range(reader, index[doc])[0].extract_text())   # the first page
     assert words(source_title(doc)) in text
 
 
