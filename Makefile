@@ -3,6 +3,10 @@
 #   make test       book + unit tests/doctests + nbval on every notebook + browser tests
 #   make lab        JupyterLab at the repository root, opening START.ipynb (labs and chapters)
 #   make clean      remove build outputs and caches (make distclean: also .venv and _vendor)
+#   make answers    every lab executed with its solutions into _build/answers (instructors)
+#   make slides     one reveal.js deck per chapter into _build/slides (offline)
+#   make pdf        the whole book as one handout PDF, _build/pdf/book.pdf
+#   make wheelhouse wheels for an air-gapped classroom into _build/wheelhouse
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
@@ -32,7 +36,7 @@ NBVAL_IGNORES      = $(shell if [ -f $(NBVAL_IGNORE_FILE) ]; then sed -e 's/\#.*
 NBVAL_ARGS         = --nbval-lax --nbval-current-env --nbval-sanitize-with labs/nbval_sanitize.cfg $(NBVAL_IGNORES) $(NBVAL_PATHS)
 
 .PHONY: help venv chromium vendor book test test-unit test-notebooks test-browser lab \
-        chapter-notebooks \
+        chapter-notebooks answers slides pdf wheelhouse \
         clean distclean print-nbval-args
 
 help:
@@ -40,6 +44,10 @@ help:
 	@echo "make test       build the book, then run all tests (what CI runs: .ci/run)"
 	@echo "make lab        JupyterLab at the repository root: http://localhost:$(LAB_PORT)/lab/tree/START.ipynb"
 	@echo "make clean      remove _build, caches; make distclean also removes .venv and _vendor"
+	@echo "make answers    run every lab with solutions into _build/answers (fails on a failed check)"
+	@echo "make slides     reveal.js decks per chapter into _build/slides (open index.html)"
+	@echo "make pdf        the book as one handout PDF: _build/pdf/book.pdf"
+	@echo "make wheelhouse wheels of requirements-learner.txt + gpulab into _build/wheelhouse"
 
 # ---- environment ------------------------------------------------------------------------
 venv: $(STAMP) $(LAB_OVERRIDES)
@@ -92,12 +100,15 @@ book: venv vendor
 # ---- tests ------------------------------------------------------------------------------
 # All three suites run even if one fails; the target fails if any did.
 # GPULAB_REQUIRE_BOOK=1 turns "book not built / lab missing" skips into failures.
-test: book
+# The instructor kit is built first and checked by the suites below (tests/book/
+# test_answers.py, test_slides.py, test_pdf.py). `make answers` runs every lab with its
+# solutions, so the notebook suite runs the chapters only (labs would run twice).
+test: book answers slides pdf
 	@status=0; failed=""; start=$$(date +%s); \
 	echo "==> [1/3] lint, unit tests and doctests: ruff; pytest tests/ --doctest-modules gpulab"; \
 	$(MAKE) --no-print-directory test-unit || { status=1; failed="$$failed unit"; }; \
-	echo "==> [2/3] notebooks: pytest --nbval-lax $(NBVAL_PATHS)"; \
-	$(MAKE) --no-print-directory test-notebooks || { status=1; failed="$$failed notebooks"; }; \
+	echo "==> [2/3] notebooks: pytest --nbval-lax book START.ipynb (the labs ran in make answers)"; \
+	$(MAKE) --no-print-directory test-notebooks NBVAL_PATHS="book START.ipynb" || { status=1; failed="$$failed notebooks"; }; \
 	echo "==> [3/3] browser: built book and JupyterLab in headless Chromium"; \
 	$(MAKE) --no-print-directory test-browser || { status=1; failed="$$failed browser"; }; \
 	echo "==> tests finished in $$(( $$(date +%s) - start )) s"; \
@@ -118,6 +129,40 @@ test-browser: venv chromium
 
 print-nbval-args:
 	@echo $(NBVAL_ARGS)
+
+# ---- instructor kit and classroom -------------------------------------------------------
+# Answer keys: each lab in a fresh kernel with GPULAB_LAB_SOLUTIONS=1; fails when a lab
+# raises (a failed ✓ check) or a check cell printed no ✓ line. Not committed (_build/).
+answers: venv
+	@echo "==> answer keys: every lab with its solutions, into _build/answers/"
+	@$(BIN)/python scripts/build_answers.py --out _build/answers
+
+# Slides: cut out of the built chapters (figure cells tagged `slide`, takeaways and
+# equations with the class `slide`); reveal.js and MathJax from _vendor/ (offline).
+slides: book
+	@echo "==> slides: one reveal.js deck per chapter, into _build/slides/"
+	@$(BIN)/python scripts/build_slides.py --html _build/html --out _build/slides
+
+# Handout: every built page printed by headless Chromium and merged with pypdf (no TeX).
+pdf: book chromium
+	@echo "==> handout PDF: _build/pdf/book.pdf"
+	@$(BIN)/python scripts/build_pdf.py --html _build/html --out _build/pdf/book.pdf
+
+# Air-gapped classroom: every wheel a learner needs (and the labs), for this machine's
+# platform and Python by default. For other learner machines pass pip's platform options, e.g.
+#   make wheelhouse WHEELHOUSE_ARGS="--only-binary=:all: --platform manylinux2014_x86_64 --python-version 3.11"
+# Install offline: pip install --no-index --find-links _build/wheelhouse -r _build/wheelhouse/requirements-learner.txt gpulab
+WHEELHOUSE      ?= _build/wheelhouse
+WHEELHOUSE_ARGS ?=
+wheelhouse: venv
+	@echo "==> wheelhouse: requirements-learner.txt and gpulab into $(WHEELHOUSE)/"
+	@rm -rf $(WHEELHOUSE) && mkdir -p $(WHEELHOUSE)
+	$(BIN)/python -m pip download --disable-pip-version-check --dest $(WHEELHOUSE) $(WHEELHOUSE_ARGS) -r requirements-learner.txt
+	$(BIN)/python -m pip wheel --disable-pip-version-check --no-deps --no-build-isolation --wheel-dir $(WHEELHOUSE) .
+	@rm -rf build   # setuptools' scratch folder from the gpulab wheel
+	@cp requirements-learner.txt $(WHEELHOUSE)/
+	@mkdir -p $(WHEELHOUSE)/labs && cp labs/README.md labs/*.ipynb $(WHEELHOUSE)/labs/
+	@echo "==> $$(ls $(WHEELHOUSE) | wc -l) files, $$(du -sh $(WHEELHOUSE) | cut -f1) in $(WHEELHOUSE)/"
 
 # ---- JupyterLab -------------------------------------------------------------------------
 # The server's root is the repository: START.ipynb lists the labs and the chapters. Chapters

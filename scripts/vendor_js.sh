@@ -4,6 +4,8 @@
 #   _vendor/mathjax/  a MathJax 3 subset (tex-chtml.js, CHTML woff-v2 fonts, TeX extensions, ui, a11y)
 #   _vendor/vega/     vega, vega-lite and vega-embed (the precomputed charts of gpulab.charts) and
 #                     gpulab-charts.js, which renders every chart of a page with them
+#   _vendor/reveal/   reveal.js (script, core CSS, the white theme with its embedded fonts) for
+#                     the slide decks of scripts/build_slides.py
 # _config.yml copies _vendor/ to the HTML root (html_extra_path) and points mathjax_path and
 # nb_ipywidgets_js at it.  Idempotent: does nothing when _vendor/VERSIONS already matches.
 set -euo pipefail
@@ -16,12 +18,14 @@ MATHJAX=mathjax@3.2.2
 VEGA=vega@6.4.0
 VEGA_LITE=vega-lite@6.4.1
 VEGA_EMBED=vega-embed@7.3.0
+REVEAL=reveal.js@6.0.2
 VENDOR=_vendor
-SHIM_VERSION=shim-4   # bump when widgets/offline-shim.js or vega/gpulab-charts.js below changes
-WANT="$HTML_MANAGER $REQUIREJS $MATHJAX $VEGA $VEGA_LITE $VEGA_EMBED $SHIM_VERSION"
+SHIM_VERSION=shim-5   # bump when widgets/offline-shim.js or vega/gpulab-charts.js below changes
+WANT="$HTML_MANAGER $REQUIREJS $MATHJAX $VEGA $VEGA_LITE $VEGA_EMBED $REVEAL $SHIM_VERSION"
 
 required=(widgets/embed-amd.js widgets/require.js widgets/offline-shim.js mathjax/tex-chtml.js
-          vega/vega.min.js vega/vega-lite.min.js vega/vega-embed.min.js vega/gpulab-charts.js)
+          vega/vega.min.js vega/vega-lite.min.js vega/vega-embed.min.js vega/gpulab-charts.js
+          reveal/reveal.js reveal/reveal.css reveal/theme/white.css)
 have_all() {
   [ -f "$VENDOR/VERSIONS" ] && [ "$(cat "$VENDOR/VERSIONS")" = "$WANT" ] || return 1
   for f in "${required[@]}"; do [ -s "$VENDOR/$f" ] || return 1; done
@@ -36,7 +40,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "    npm pack $WANT"
 (cd "$tmp" && npm pack --silent "$HTML_MANAGER" "$REQUIREJS" "$MATHJAX" \
-                           "$VEGA" "$VEGA_LITE" "$VEGA_EMBED" >/dev/null)
+                           "$VEGA" "$VEGA_LITE" "$VEGA_EMBED" "$REVEAL" >/dev/null)
 
 new="$tmp/vendor"
 mkdir -p "$new/widgets" "$new/mathjax/output/chtml/fonts"
@@ -156,6 +160,11 @@ cat > "$new/vega/gpulab-charts.js" <<'JS'
   else start();
 })();
 JS
+unpack "$tmp"/reveal.js-6.0.2.tgz
+mkdir -p "$new/reveal/theme"
+cp "$tmp"/package/dist/reveal.js "$tmp"/package/dist/reveal.css "$new/reveal/"
+cp "$tmp"/package/dist/theme/white.css "$new/reveal/theme/"   # fonts embedded as data: URLs
+cp "$tmp"/package/LICENSE "$new/reveal/LICENSE" 2>/dev/null || true
 
 echo "$WANT" > "$new/VERSIONS"
 rm -rf "$VENDOR"

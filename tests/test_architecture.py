@@ -27,9 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "gpulab"
 
 #: Layers above the models: a module of a layer may import the layers listed for it
-#: (labcheck: the labs' self-checks, which may show tables through IPython).
-UPPER = {"plotting": set(), "widgets": {"plotting"}, "cli": {"plotting"},
-         "bench": set(), "labcheck": set(), "charts": set()}
+#: (labcheck: the labs' self-checks, which may show tables through IPython; doctor: the
+#: environment checks, which import matplotlib and ipywidgets to see that they work).
+UPPER = {"plotting": set(), "widgets": {"plotting"}, "cli": {"plotting", "doctor"},
+         "bench": set(), "labcheck": set(), "charts": set(), "doctor": set()}
 #: Third-party UI/CLI libraries the model layer must not import.
 UI_LIBS = ("matplotlib", "ipywidgets", "IPython", "argparse", "PIL", "altair")
 #: Deprecated modules kept as thin re-export shims (one course iteration).

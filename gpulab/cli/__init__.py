@@ -24,6 +24,9 @@ Subcommands
     Measured nccl-tests sweeps vs the model per size, with the error and a
     summary per size band (:mod:`gpulab.cli.compare`, readers in
     :mod:`gpulab.nccltests`).
+``gpulab doctor [--requirements FILE] [--no-gpu]``
+    Pre-flight check of a learner's environment: one PASS/FAIL/SKIP line per
+    check, exit status 1 when a required check fails (:mod:`gpulab.doctor`).
 
 One module per command (``gpulab.cli.<command>``), each with ``register(subparsers,
 fmt)``; this package only assembles the parser and runs it.
@@ -34,13 +37,13 @@ import argparse
 import sys
 
 from .. import __version__
-from . import compare, fit, link, nvlink_status, predict, specs, topo
+from . import compare, doctor, fit, link, nvlink_status, predict, specs, topo
 from .base import emit
 
 __all__ = ["main", "build_parser", "emit", "COMMANDS"]
 
 #: The command modules, in the order ``gpulab --help`` lists them.
-COMMANDS = (specs, link, nvlink_status, topo, predict, compare, fit)
+COMMANDS = (specs, link, nvlink_status, topo, predict, compare, fit, doctor)
 
 
 def build_parser():

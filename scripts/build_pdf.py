@@ -1,0 +1,175 @@
+"""Handout PDF of the whole book from the built HTML (``make pdf``).
+
+Every page of ``_toc.yml``, in book order, is opened in headless Chromium (Debian's
+``chromium``, driven by Playwright; no browser download) from a local server on
+127.0.0.1 with every other request refused, printed with the theme's print style
+(``page.pdf``) once MathJax has typeset and every image has loaded, and the page PDFs are
+merged with pypdf into ``_build/pdf/book.pdf``. The PDF is tagged (Chromium marks every
+image as a ``/Figure`` in the page content, which screen readers and the tests use).
+The PDF's outline (bookmarks) has one
+entry per page, titled with its H1; ``_build/pdf/pages.json`` lists, per page, its
+title and first PDF page (0-based) and page count.
+
+Exercise solutions stay folded (a handout for learners); no TeX is needed.
+
+Usage: ``python scripts/build_pdf.py [--html _build/html] [--out _build/pdf/book.pdf]``
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import io
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+from booktoc import toc_docs
+from pypdf import PdfReader, PdfWriter
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--no-default-browser-check"]
+LOCAL = ("http://127.0.0.1", "data:", "blob:", "about:")
+FOOTER = ('<div style="font-size:8px;width:100%;padding:0 12mm;color:#666;'
+          'display:flex;justify-content:space-between"><span class="title"></span>'
+          '<span><span class="pageNumber"></span>/<span class="totalPages"></span>'
+          '</span></div>')
+
+READY_JS = """async () => {
+  for (const img of document.images) { img.loading = "eager"; }
+  await Promise.all(Array.from(document.images).map(img => img.complete ? null :
+      new Promise(r => { img.onload = img.onerror = r; })));
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+      await MathJax.startup.promise;
+  }
+  await document.fonts.ready;
+  const broken = Array.from(document.images).filter(
+      img => !(img.complete && img.naturalWidth > 0)).map(img => img.src);
+  const raw = Array.from(document.querySelectorAll("article .math")).filter(
+      el => !el.querySelector("mjx-container")).length;
+  return {broken, raw};
+}"""
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def serve(directory):
+    handler = functools.partial(_Quiet, directory=str(directory))
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def chromium_path():
+    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).exists():
+        raise SystemExit(f"build_pdf: Chromium not found at {path}: apt-get install "
+                         "chromium (or set CHROMIUM)")
+    return path
+
+
+def print_pages(html_dir, docs):
+    """``[(doc, title, pdf bytes)]`` for every doc, printed by one headless Chromium."""
+    from playwright.sync_api import sync_playwright
+
+    srv = serve(html_dir)
+    base = f"http://127.0.0.1:{srv.server_address[1]}"
+    external, out = [], []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium_path(),
+                                        args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1100, "height": 1400})
+
+            def route(r):
+                if r.request.url.startswith(LOCAL):
+                    return r.continue_()
+                external.append(r.request.url)
+                return r.abort()
+            page.route("**/*", route)
+            page.emulate_media(media="print")
+            for doc in docs:
+                page.goto(f"{base}/{doc}.html", wait_until="load")
+                state = page.evaluate(READY_JS)
+                if state["broken"] or state["raw"]:
+                    raise SystemExit(f"build_pdf: {doc}: {len(state['broken'])} images "
+                                     f"not loaded {state['broken'][:3]}, {state['raw']} "
+                                     "equations not typeset")
+                title = page.locator("article h1").first.inner_text().strip().rstrip("#")
+                pdf = page.pdf(format="A4", print_background=True, tagged=True,
+                               margin={"top": "14mm", "bottom": "16mm", "left": "12mm",
+                                       "right": "12mm"},
+                               display_header_footer=True,
+                               header_template="<span></span>", footer_template=FOOTER)
+                out.append((doc, title.strip(), pdf))
+            browser.close()
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    if external:
+        raise SystemExit(f"build_pdf: pages asked for the network: {external[:5]}")
+    return out
+
+
+def print_parallel(html_dir, docs, jobs):
+    """:func:`print_pages` split over ``jobs`` processes (one Chromium each), in order."""
+    if jobs <= 1 or len(docs) < 2:
+        return print_pages(html_dir, docs)
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunks = [docs[i::jobs] for i in range(jobs)]
+    with ProcessPoolExecutor(jobs) as pool:
+        parts = list(pool.map(print_pages, [html_dir] * jobs, chunks))
+    by_doc = {doc: (doc, title, pdf) for part in parts for doc, title, pdf in part}
+    return [by_doc[d] for d in docs]
+
+
+def merge(pages, target):
+    """Merge page PDFs into ``target`` with one outline entry each; return the index."""
+    writer = PdfWriter()
+    index, first = [], 0
+    for doc, title, pdf in pages:
+        reader = PdfReader(io.BytesIO(pdf))
+        n = len(reader.pages)
+        writer.append(reader, outline_item=title)
+        index.append({"doc": doc, "title": title, "first_page": first, "n_pages": n})
+        first += n
+    writer.add_metadata({"/Title": "Multi-GPU Interconnects for LLM Training (handout)"})
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "wb") as fh:
+        writer.write(fh)
+    return index
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--html", type=Path, default=ROOT / "_build" / "html")
+    p.add_argument("--out", type=Path, default=ROOT / "_build" / "pdf" / "book.pdf")
+    p.add_argument("--jobs", type=int, default=min(3, os.cpu_count() or 1),
+                   help="Chromium processes printing in parallel (default: up to 3)")
+    args = p.parse_args(argv)
+    if not (args.html / "index.html").is_file():
+        raise SystemExit(f"build_pdf: no built book in {args.html}: run `make book`")
+    start = time.perf_counter()
+    pages = print_parallel(args.html, toc_docs(), max(1, args.jobs))
+    index = merge(pages, args.out)
+    (args.out.parent / "pages.json").write_text(json.dumps(index, indent=2) + "\n",
+                                                encoding="utf-8")
+    total = sum(e["n_pages"] for e in index)
+    print(f"    {args.out}: {len(index)} chapters and pages, {total} PDF pages, "
+          f"{args.out.stat().st_size / 2**20:.1f} MiB in "
+          f"{time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
