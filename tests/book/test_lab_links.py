@@ -25,7 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 LABS = ROOT / "labs"
 BOOK = ROOT / "book"
 
-LINK_RE = re.compile(r"\]\((?P<url>[^)\s]*?(?P<lab>lab\d\d_\w+\.ipynb)#(?P<anchor>[^)\s]+))\)")
+# a link to a lab section; JupyterLab scrolls to ``#heading=<id>`` (a bare ``#<id>`` is
+# dropped when the URL also carries a query such as the login token)
+LINK_RE = re.compile(
+    r"\]\((?P<url>[^)\s]*?(?P<lab>lab\d\d_\w+\.ipynb)#(?P<kind>heading=)?(?P<anchor>[^)\s]+))\)")
 EXPLORER_RE = re.compile(r"\b(?P<name>[a-z]+)_explorer\(")
 HEADING_RE = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<text>.+?)\s*$")
 
@@ -120,6 +123,8 @@ def test_chapter_lab_links_resolve(chapter):
             f"{chapter.name}: {m['lab']} has no heading with the anchor #{m['anchor']} "
             f"(headings: {sorted(anchors)})")
         url = m["url"]
+        assert m["kind"], (f"{chapter.name}: {url}: write the fragment as "
+                           f"#heading={m['anchor']}, the form JupyterLab scrolls to")
         if "/lab/tree/" in url:
             path = url.split("/lab/tree/", 1)[1].split("#", 1)[0]
             assert path == prefix + m["lab"], (
