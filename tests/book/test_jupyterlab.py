@@ -16,8 +16,12 @@ For each notebook in ``LAB_NOTEBOOKS`` (relative to ``labs/``), once:
 4. for each explorer, move its main control (ArrowRight/ArrowLeft on a slider handle, or the
    next option of a drop-down) and require its figure (an ``img``) to change within a few
    seconds;
-5. check that the headings the chapters link to (``#Link-explorer``...) carry those ids in
-   the rendered notebook, and save a screenshot to ``_build/screenshots/<lab prefix>.png``.
+5. check that the headings the chapters link to carry those ids in the rendered notebook
+   and that JupyterLab scrolls to each when the URL's fragment becomes
+   ``#heading=<id>`` (as in the chapters' "Try it in the lab" links; JupyterLab looks the
+   heading up once, so a link opened while the notebook still loads may land at its top),
+   save a screenshot to ``_build/screenshots/<lab prefix>.png`` and
+   shut the lab's kernel down.
 
 One lab is run once for both tests (a module-scoped fixture): ``test_lab_explorers_are_live``
 (steps 2, 4, 5) and ``test_kernel_state_equals_preset_after_render`` (step 3).
@@ -243,6 +247,23 @@ FIRST_IMG_SRC_JS = """
 """
 
 
+SCROLL_TOP_JS = """
+() => { const s = document.querySelector(
+          ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer");
+        if (s) s.scrollTop = 0; }
+"""
+
+SCROLLED_TO_JS = """
+(id) => {
+  const h = Array.from(document.querySelectorAll(
+      ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-MarkdownOutput :is(h1,h2,h3,h4,h5,h6)"))
+    .find(e => (e.getAttribute("id") || e.getAttribute("data-jupyter-id")) === id);
+  if (!h) return false;
+  const r = h.getBoundingClientRect();
+  return r.top >= 0 && r.top < window.innerHeight;
+}
+"""
+
 HEADING_IDS_JS = """
 () => Array.from(document.querySelectorAll(
     ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-MarkdownOutput :is(h1,h2,h3,h4,h5,h6)"))
@@ -341,7 +362,7 @@ def _move(page, area, label, how) -> str:
     handle = control.locator(".noUi-handle, [role='slider'], input[type='range']").first
     handle.focus()
     key = "ArrowRight" if how == "right" else "ArrowLeft"
-    page.keyboard.press(key)
+    handle.press(key)
     return f"{label}: {key}"
 
 
@@ -357,10 +378,12 @@ def lab_run(request, lab_server, browser, make_offline, skip_or_fail):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     shot = SCREENSHOTS / f"{notebook.split('_')[0]}.png"
     result = {"notebook": notebook, "problems": [], "moves": [], "drift": None,
-              "heading_ids": [], "failure": None}
+              "heading_ids": [], "failure": None, "scrolled_to": [], "external": []}
     specs = MAIN_CONTROLS[notebook]
     try:
-        page.goto(f"{base}/lab/tree/{notebook}?token={token}", wait_until="domcontentloaded")
+        # a workspace of its own: the labs run before are not reopened (nor their kernels)
+        page.goto(f"{base}/lab/workspaces/{notebook.split('_')[0]}/tree/{notebook}"
+                  f"?token={token}", wait_until="domcontentloaded")
         nb = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook")
         nb.wait_for(state="visible", timeout=60_000)
         # the UI reports "idle" before the kernel exists: ask the server, then the UI
@@ -402,18 +425,32 @@ def lab_run(request, lab_server, browser, make_offline, skip_or_fail):
         for (label, how, _var), area in zip(specs, areas):
             area.scroll_into_view_if_needed()
             before = area.evaluate(FIRST_IMG_SRC_JS)
-            what = _move(page, area, label, how)
-            try:
-                page.wait_for_function(
-                    "([area, before]) => { const i = area.querySelector('img');"
-                    " return !!i && i.getAttribute('src') !== before; }",
-                    arg=[area.element_handle(), before],
-                    timeout=FIGURE_CHANGE_TIMEOUT * 1000)
-                result["moves"].append((what, True))
-            except Exception:
-                result["moves"].append((what, False))
+            changed = False
+            for _attempt in range(3):       # a key press can land before the focus
+                what = _move(page, area, label, how)
+                try:
+                    page.wait_for_function(
+                        "([area, before]) => { const i = area.querySelector('img');"
+                        " return !!i && i.getAttribute('src') !== before; }",
+                        arg=[area.element_handle(), before],
+                        timeout=FIGURE_CHANGE_TIMEOUT * 1000 / 3)
+                    changed = True
+                    break
+                except Exception:
+                    pass
+            result["moves"].append((what, changed))
         result["problems"] = page.evaluate(OUTPUT_PROBLEMS_JS)
         result["heading_ids"] = page.evaluate(HEADING_IDS_JS)
+        # follow each chapter link's fragment from the top of the rendered notebook
+        for anchor in sorted(_linked_anchors(notebook)):
+            page.evaluate(SCROLL_TOP_JS)
+            page.evaluate("(id) => { location.hash = 'heading=' + id; }", anchor)
+            try:
+                page.wait_for_function(SCROLLED_TO_JS, arg=anchor, timeout=10_000,
+                                       polling=250)
+                result["scrolled_to"].append(anchor)
+            except Exception:
+                pass
         result["external"] = list(page.external_requests)
         return result
     finally:
@@ -422,6 +459,18 @@ def lab_run(request, lab_server, browser, make_offline, skip_or_fail):
         except Exception:
             pass
         context.close()
+        _shut_down_kernel(base, token, notebook)
+
+
+def _shut_down_kernel(base: str, token: str, notebook: str) -> None:
+    """End the lab's session and kernel, so the next lab runs on a quiet machine."""
+    try:
+        sid = next(s["id"] for s in json.load(urllib.request.urlopen(
+            f"{base}/api/sessions?token={token}", timeout=5)) if s.get("path") == notebook)
+        urllib.request.urlopen(urllib.request.Request(
+            f"{base}/api/sessions/{sid}?token={token}", method="DELETE"), timeout=30)
+    except (StopIteration, OSError):
+        pass
 
 
 def test_lab_explorers_are_live(lab_run):
@@ -435,16 +484,24 @@ def test_lab_explorers_are_live(lab_run):
         f"{FIGURE_CHANGE_TIMEOUT} s: {frozen}")
     assert lab_run["external"] == [], \
         f"{notebook}: requests to the outside world: {lab_run['external']}"
-    # the headings the chapters' "Try it in the lab" boxes link to carry those ids
+    # the headings the chapters' "Try it in the lab" boxes link to carry those ids, and
+    # opening the lab at one of them shows that heading
+    wanted = _linked_anchors(notebook)
+    missing = sorted(wanted - set(lab_run["heading_ids"]))
+    assert not missing, (f"{notebook}: JupyterLab rendered no heading with the ids "
+                         f"{missing} that chapters link to")
+    lost = sorted(wanted - set(lab_run["scrolled_to"]))
+    assert not lost, (f"{notebook}: JupyterLab did not scroll to #heading=<id> for {lost}")
+
+
+def _linked_anchors(notebook: str) -> set[str]:
+    """The anchors of ``notebook`` that the chapters' "Try it in the lab" boxes use."""
     spec = importlib.util.spec_from_file_location(
         "_gpulab_lab_links", Path(__file__).with_name("test_lab_links.py"))
     links = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(links)
-    wanted = {m["anchor"] for ch in links.chapters() for m in links.chapter_links(ch)
-              if m["lab"] == notebook}
-    missing = sorted(wanted - set(lab_run["heading_ids"]))
-    assert not missing, (f"{notebook}: JupyterLab rendered no heading with the ids "
-                         f"{missing} that chapters link to")
+    return {m["anchor"] for ch in links.chapters() for m in links.chapter_links(ch)
+            if m["lab"] == notebook}
 
 
 def test_kernel_state_equals_preset_after_render(lab_run, request):
