@@ -1,6 +1,6 @@
-"""Drive a real JupyterLab in headless Chromium: the labs' widgets must be live.
+"""Drive a real JupyterLab in headless Chromium: every lab runs and its explorers are live.
 
-For each notebook in ``LAB_NOTEBOOKS`` (relative to ``labs/``):
+For each notebook in ``LAB_NOTEBOOKS`` (relative to ``labs/``), once:
 
 1. start ``python -m jupyterlab`` on 127.0.0.1 (free port, random token) with every Jupyter /
    IPython user directory pointed at a temporary folder, so no user state leaks in or out;
@@ -8,20 +8,31 @@ For each notebook in ``LAB_NOTEBOOKS`` (relative to ``labs/``):
    outputs, checkpoints or files into the repository (autosave is off as well);
 2. open the notebook, *Run → Run All Cells*, wait until every code cell has run and the
    kernel is idle; no output area may show a Traceback or a widget error;
-3. find the first output that holds an ipywidgets slider *and* an image (the widget draws its
-   figure as an ``img``: an ipywidgets ``Image`` or an ``Output`` holding a figure), press
-   ArrowRight on the slider handle and require the image to change within a few seconds
-   (labs whose explorer has drop-downs only: pick another option of the first drop-down);
-4. save a screenshot to ``_build/screenshots/<lab prefix>.png``.
+3. wait until every explorer of the lab (``MAIN_CONTROLS``, in notebook order) is rendered,
+   then ask the kernel itself (a second client on the notebook's kernel, through its
+   connection file) whether each explorer's controls still hold the values a freshly built
+   explorer has: a browser that rounds a slider (a step of 0.0001, a log slider) sends the
+   rounded value back and silently changes the state the learner starts from;
+4. for each explorer, move its main control (ArrowRight/ArrowLeft on a slider handle, or the
+   next option of a drop-down) and require its figure (an ``img``) to change within a few
+   seconds;
+5. check that the headings the chapters link to carry those ids in the rendered notebook
+   and that JupyterLab scrolls to each when the URL's fragment becomes
+   ``#heading=<id>`` (as in the chapters' "Try it in the lab" links; JupyterLab looks the
+   heading up once, so a link opened while the notebook still loads may land at its top),
+   save a screenshot to ``_build/screenshots/<lab prefix>.png`` and
+   shut the lab's kernel down.
 
+One lab is run once for both tests (a module-scoped fixture): ``test_lab_explorers_are_live``
+(steps 2, 4, 5) and ``test_kernel_state_equals_preset_after_render`` (step 3).
 A missing lab is a skip, or a failure under ``GPULAB_REQUIRE_BOOK=1`` (``make test``).
-Add later labs to ``LAB_NOTEBOOKS`` (Lab 4 has no widget; Lab 5's explorer has drop-downs
-and number boxes, listed in ``SELECT_LABS``).
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -42,11 +53,56 @@ SCREENSHOTS = ROOT / "_build" / "screenshots"
 
 LAB_NOTEBOOKS = [
     "lab01_link_math.ipynb",
+    "lab02_read_your_server.ipynb",
     "lab03_ring_allreduce.ipynb",
+    "lab04_accept_a_server.ipynb",
     "lab05_plan_70b.ipynb",
 ]
-#: Labs driven through their first drop-down instead of a slider.
-SELECT_LABS = {"lab05_plan_70b.ipynb"}
+
+#: Per lab, its explorers in notebook order: (label of the main control, how to move it,
+#: the kernel variable that holds the explorer and the expression that builds a fresh one
+#: with the same arguments, or None for a widget that is not a gpulab explorer).
+#: "right"/"left": arrow key on a slider handle; "select": the next drop-down option.
+MAIN_CONTROLS = {
+    "lab01_link_math.ipynb": [
+        ("Symbol rate [GBd]", "right", ("link_x", "gl.widgets.link_explorer()")),
+        ("Tokens per GPU per step", "right",
+         ("scaling_x", "gl.widgets.scaling_explorer()")),
+    ],
+    "lab02_read_your_server.ipynb": [
+        ("Sample", "select", ("topo_x", "gl.widgets.topology_explorer()")),
+        ("Generation", "select", ("pcie_x", "gl.widgets.pcie_explorer()")),
+        ("Micro-batch size", "right", ("pipe_x", "gl.widgets.pipeline_explorer()")),
+    ],
+    "lab03_ring_allreduce.ipynb": [
+        ("ranks", "right", None),      # the lab's own ipywidgets.interactive ring
+        ("Message size", "right", ("coll_x", "gl.widgets.collective_explorer()")),
+        ("Message size", "right", ("fabric_x", "gl.widgets.fabric_explorer()")),
+    ],
+    "lab04_accept_a_server.ipynb": [
+        ("Bucket", "right", ("bucket_x", "gl.widgets.bucket_explorer()")),
+    ],
+    "lab05_plan_70b.ipynb": [
+        ("Project [billion tokens]", "right",
+         ("roi", 'widgets.roi_explorer("70b", 8, "dgx-h100", "h100-pcie", '
+                 "price_fast=EXAMPLE_PRICE_NVLINK, price_slow=EXAMPLE_PRICE_PCIE, "
+                 "project_tokens=200e9)")),
+        ("PP", "left", ("layout_x", "widgets.layout_explorer()")),
+        ("Sequence length", "right", ("tp_x", "widgets.tp_explorer()")),
+    ],
+}
+
+#: Labs whose explorers the browser changes on first render (a slider's step or log
+#: scale rounds the value it sends back); fixed in the widget layer, not here. The state
+#: test of these labs is an expected failure until then (xfail, not strict).
+KNOWN_STATE_DRIFT = {
+    "lab01_link_math.ipynb": "the link explorer's coding slider (step 0.0001) comes back "
+                             "from the browser as 0.9412 and turns the preset into custom",
+    "lab02_read_your_server.ipynb": "the pipeline explorer's compute slider (step 0.1) "
+                                    "turns its default 108.672 ms into 108.7",
+    "lab05_plan_70b.ipynb": "the ROI explorer's log slider turns 200 billion tokens into "
+                            "199.526",
+}
 
 SERVER_START_TIMEOUT = 90  # s
 RUN_ALL_TIMEOUT = 180  # s
@@ -191,17 +247,143 @@ FIRST_IMG_SRC_JS = """
 """
 
 
-@pytest.mark.parametrize("notebook", LAB_NOTEBOOKS)
-def test_lab_widget_is_live(notebook, lab_server, page, make_offline, skip_or_fail):
+SCROLL_TOP_JS = """
+() => { const s = document.querySelector(
+          ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer");
+        if (s) s.scrollTop = 0; }
+"""
+
+SCROLLED_TO_JS = """
+(id) => {
+  const h = Array.from(document.querySelectorAll(
+      ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-MarkdownOutput :is(h1,h2,h3,h4,h5,h6)"))
+    .find(e => (e.getAttribute("id") || e.getAttribute("data-jupyter-id")) === id);
+  if (!h) return false;
+  const r = h.getBoundingClientRect();
+  return r.top >= 0 && r.top < window.innerHeight;
+}
+"""
+
+HEADING_IDS_JS = """
+() => Array.from(document.querySelectorAll(
+    ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-MarkdownOutput :is(h1,h2,h3,h4,h5,h6)"))
+  .map(h => h.getAttribute("id") || h.getAttribute("data-jupyter-id"))
+  .filter(Boolean)
+"""
+
+# The kernel's side: each explorer's control values against a freshly built one.
+STATE_CODE = """
+import json as _json
+def _gl_state(x):
+    return {k: c.value for k, c in x.controls.items()}
+_gl_drift = {}
+for _gl_name, _gl_fresh in [%s]:
+    _gl_now, _gl_want = _gl_state(globals()[_gl_name]), _gl_state(_gl_fresh)
+    _gl_d = {k: [repr(_gl_now.get(k)), repr(v)] for k, v in _gl_want.items()
+             if _gl_now.get(k) != v}
+    if _gl_d:
+        _gl_drift[_gl_name] = _gl_d
+print("GPULAB-STATE " + _json.dumps(_gl_drift))
+"""
+
+
+def _kernel_state(runtime_dir: Path, kernel_id: str, explorers) -> dict:
+    """Run STATE_CODE on the notebook's kernel through its connection file."""
+    from jupyter_client import BlockingKernelClient
+
+    pairs = ", ".join(f"({name!r}, {expr})" for name, expr in explorers)
+    kc = BlockingKernelClient(connection_file=str(runtime_dir / f"kernel-{kernel_id}.json"))
+    kc.load_connection_file()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=30)
+        msg_id = kc.execute(STATE_CODE % pairs, store_history=False)
+        out, error = [], None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            msg = kc.get_iopub_msg(timeout=120)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream":
+                out.append(content["text"])
+            elif kind == "error":
+                error = "\n".join(content["traceback"])
+            elif kind == "status" and content["execution_state"] == "idle":
+                break
+    finally:
+        kc.stop_channels()
+    assert error is None, f"state query failed in the kernel:\n{error}"
+    line = next((ln for ln in "".join(out).splitlines()
+                 if ln.startswith("GPULAB-STATE ")), None)
+    assert line, f"no state line from the kernel: {''.join(out)!r}"
+    return json.loads(line.split(" ", 1)[1])
+
+
+def _session_kernel(base: str, token: str, notebook: str) -> str:
+    with urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=5) as r:
+        for sess in json.load(r):
+            if sess.get("path") == notebook and sess.get("kernel"):
+                return sess["kernel"]["id"]
+    raise AssertionError(f"{notebook}: no kernel session")
+
+
+def _explorer_areas(page, nb, specs):
+    """The output area of each explorer, in notebook order: the next area after the
+    previous one that holds an image and a control labelled as the spec says."""
+    areas = nb.locator(".jp-OutputArea-output").filter(has=page.locator("img")) \
+        .filter(has=page.locator(".widget-label"))
+    found, start = [], 0
+    for label, _how, _var in specs:
+        for i in range(start, areas.count()):
+            if _control(page, areas.nth(i), label).count():
+                found.append(areas.nth(i))
+                start = i + 1
+                break
+        else:
+            return None
+    return found
+
+
+def _control(page, area, label):
+    return area.locator(".widget-inline-hbox").filter(
+        has=page.locator(".widget-label", has_text=re.compile(rf"^\s*{re.escape(label)}\s*$")))
+
+
+def _move(page, area, label, how) -> str:
+    """Move the control labelled ``label`` in ``area``; return what was done."""
+    control = _control(page, area, label).first
+    if how == "select":
+        select = control.locator("select").first
+        n = select.locator("option").count()
+        current = select.evaluate("s => s.selectedIndex")
+        select.select_option(index=(current + 1) % n)
+        return f"{label}: option {current} -> {(current + 1) % n}"
+    handle = control.locator(".noUi-handle, [role='slider'], input[type='range']").first
+    handle.focus()
+    key = "ArrowRight" if how == "right" else "ArrowLeft"
+    handle.press(key)
+    return f"{label}: {key}"
+
+
+@pytest.fixture(scope="module", params=LAB_NOTEBOOKS)
+def lab_run(request, lab_server, browser, make_offline, skip_or_fail):
+    """Run one lab in JupyterLab once; return what the two tests check."""
+    notebook = request.param
     if not (LABS / notebook).is_file():
         skip_or_fail(f"labs/{notebook} does not exist yet")
-    base, token, _root = lab_server
-    page = make_offline(page)
-    page.set_viewport_size({"width": 1400, "height": 1000})
+    base, token, root = lab_server
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = make_offline(context.new_page())
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     shot = SCREENSHOTS / f"{notebook.split('_')[0]}.png"
+    result = {"notebook": notebook, "problems": [], "moves": [], "drift": None,
+              "heading_ids": [], "failure": None, "scrolled_to": [], "external": []}
+    specs = MAIN_CONTROLS[notebook]
     try:
-        page.goto(f"{base}/lab/tree/{notebook}?token={token}", wait_until="domcontentloaded")
+        # a workspace of its own: the labs run before are not reopened (nor their kernels)
+        page.goto(f"{base}/lab/workspaces/{notebook.split('_')[0]}/tree/{notebook}"
+                  f"?token={token}", wait_until="domcontentloaded")
         nb = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook")
         nb.wait_for(state="visible", timeout=60_000)
         # the UI reports "idle" before the kernel exists: ask the server, then the UI
@@ -216,54 +398,119 @@ def test_lab_widget_is_live(notebook, lab_server, page, make_offline, skip_or_fa
         page.wait_for_function(ALL_RUN_JS, timeout=RUN_ALL_TIMEOUT * 1000, polling=500)
         _wait_for_kernel_idle(page, base, token, notebook, timeout=RUN_ALL_TIMEOUT)
         page.wait_for_function(KERNEL_IDLE_JS, timeout=RUN_ALL_TIMEOUT * 1000, polling=500)
+        result["problems"] = page.evaluate(OUTPUT_PROBLEMS_JS)
+        if result["problems"]:
+            return result
 
-        problems = page.evaluate(OUTPUT_PROBLEMS_JS)
-        assert not problems, f"{notebook}: errors in outputs:\n" + "\n---\n".join(problems)
-
-        # first output holding both a slider (or drop-down) and an image
-        control_css = ("select" if notebook in SELECT_LABS else
-                       ".widget-slider, .jupyter-widgets.widget-slider, .noUi-target")
-        areas = nb.locator(".jp-OutputArea-output").filter(
-            has=page.locator(control_css)).filter(has=page.locator("img"))
         # widget views render after the kernel went idle (comm round trips): wait
+        areas = None
         for _ in range(60):
-            if areas.count() >= 1:
+            areas = _explorer_areas(page, nb, specs)
+            if areas is not None:
                 break
             page.wait_for_timeout(500)
-        assert areas.count() >= 1, \
-            f"{notebook}: no widget output with both a {control_css} and an image (img)"
-        area = areas.first
-        area.scroll_into_view_if_needed()
-        area.locator("img").first.wait_for(state="visible", timeout=15_000)
-        before = area.evaluate(FIRST_IMG_SRC_JS)
-        assert before, f"{notebook}: the widget image has no src"
+        if areas is None:
+            result["failure"] = (f"{notebook}: not every explorer rendered with its main "
+                                 f"control and an image: {[s[0] for s in specs]}")
+            return result
+        for area in areas:
+            area.scroll_into_view_if_needed()
+            area.locator("img").first.wait_for(state="visible", timeout=15_000)
+        page.wait_for_timeout(1000)          # let the views send back what they change
+        _wait_for_kernel_idle(page, base, token, notebook, timeout=60)
+        explorers = [var for _l, _h, var in specs if var is not None]
+        result["drift"] = _kernel_state(
+            root.parent / "runtime", _session_kernel(base, token, notebook), explorers)
 
-        if notebook in SELECT_LABS:
-            select = area.locator("select").first
-            options = select.locator("option").all_inner_texts()
-            current = select.evaluate("s => s.options[s.selectedIndex].text")
-            select.select_option(label=next(o for o in options if o != current))
-        else:
-            handle = area.locator(".noUi-handle, .widget-slider [role='slider'], "
-                                  ".widget-slider input[type='range']").first
-            handle.focus()
-            for _ in range(3):
-                page.keyboard.press("ArrowRight")
-                page.wait_for_timeout(150)
-        try:
-            page.wait_for_function(
-                "([area, before]) => { const i = area.querySelector('img');"
-                " return !!i && i.getAttribute('src') !== before; }",
-                arg=[area.element_handle(), before], timeout=FIGURE_CHANGE_TIMEOUT * 1000)
-        except Exception:
-            pytest.fail(f"{notebook}: moving the slider did not change the figure "
-                        f"within {FIGURE_CHANGE_TIMEOUT} s")
-        problems = page.evaluate(OUTPUT_PROBLEMS_JS)
-        assert not problems, f"{notebook}: errors after moving the slider:\n" + "\n".join(problems)
-        assert page.external_requests == [], \
-            f"{notebook}: requests to the outside world: {page.external_requests}"
+        for (label, how, _var), area in zip(specs, areas):
+            area.scroll_into_view_if_needed()
+            before = area.evaluate(FIRST_IMG_SRC_JS)
+            changed = False
+            for _attempt in range(3):       # a key press can land before the focus
+                what = _move(page, area, label, how)
+                try:
+                    page.wait_for_function(
+                        "([area, before]) => { const i = area.querySelector('img');"
+                        " return !!i && i.getAttribute('src') !== before; }",
+                        arg=[area.element_handle(), before],
+                        timeout=FIGURE_CHANGE_TIMEOUT * 1000 / 3)
+                    changed = True
+                    break
+                except Exception:
+                    pass
+            result["moves"].append((what, changed))
+        result["problems"] = page.evaluate(OUTPUT_PROBLEMS_JS)
+        result["heading_ids"] = page.evaluate(HEADING_IDS_JS)
+        # follow each chapter link's fragment from the top of the rendered notebook
+        for anchor in sorted(_linked_anchors(notebook)):
+            page.evaluate(SCROLL_TOP_JS)
+            page.evaluate("(id) => { location.hash = 'heading=' + id; }", anchor)
+            try:
+                page.wait_for_function(SCROLLED_TO_JS, arg=anchor, timeout=10_000,
+                                       polling=250)
+                result["scrolled_to"].append(anchor)
+            except Exception:
+                pass
+        result["external"] = list(page.external_requests)
+        return result
     finally:
         try:
             page.screenshot(path=str(shot))
         except Exception:
             pass
+        context.close()
+        _shut_down_kernel(base, token, notebook)
+
+
+def _shut_down_kernel(base: str, token: str, notebook: str) -> None:
+    """End the lab's session and kernel, so the next lab runs on a quiet machine."""
+    try:
+        sid = next(s["id"] for s in json.load(urllib.request.urlopen(
+            f"{base}/api/sessions?token={token}", timeout=5)) if s.get("path") == notebook)
+        urllib.request.urlopen(urllib.request.Request(
+            f"{base}/api/sessions/{sid}?token={token}", method="DELETE"), timeout=30)
+    except (StopIteration, OSError):
+        pass
+
+
+def test_lab_explorers_are_live(lab_run):
+    notebook = lab_run["notebook"]
+    assert not lab_run["problems"], (f"{notebook}: errors in outputs:\n"
+                                     + "\n---\n".join(lab_run["problems"]))
+    assert lab_run["failure"] is None, lab_run["failure"]
+    frozen = [what for what, changed in lab_run["moves"] if not changed]
+    assert len(lab_run["moves"]) == len(MAIN_CONTROLS[notebook]) and not frozen, (
+        f"{notebook}: moving these controls did not change their figure within "
+        f"{FIGURE_CHANGE_TIMEOUT} s: {frozen}")
+    assert lab_run["external"] == [], \
+        f"{notebook}: requests to the outside world: {lab_run['external']}"
+    # the headings the chapters' "Try it in the lab" boxes link to carry those ids, and
+    # opening the lab at one of them shows that heading
+    wanted = _linked_anchors(notebook)
+    missing = sorted(wanted - set(lab_run["heading_ids"]))
+    assert not missing, (f"{notebook}: JupyterLab rendered no heading with the ids "
+                         f"{missing} that chapters link to")
+    lost = sorted(wanted - set(lab_run["scrolled_to"]))
+    assert not lost, (f"{notebook}: JupyterLab did not scroll to #heading=<id> for {lost}")
+
+
+def _linked_anchors(notebook: str) -> set[str]:
+    """The anchors of ``notebook`` that the chapters' "Try it in the lab" boxes use."""
+    spec = importlib.util.spec_from_file_location(
+        "_gpulab_lab_links", Path(__file__).with_name("test_lab_links.py"))
+    links = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(links)
+    return {m["anchor"] for ch in links.chapters() for m in links.chapter_links(ch)
+            if m["lab"] == notebook}
+
+
+def test_kernel_state_equals_preset_after_render(lab_run, request):
+    notebook = lab_run["notebook"]
+    if lab_run["drift"] is None:
+        pytest.skip(f"{notebook}: the lab did not get as far as its explorers")
+    if notebook in KNOWN_STATE_DRIFT:
+        request.applymarker(pytest.mark.xfail(reason=KNOWN_STATE_DRIFT[notebook],
+                                              strict=False))
+    assert lab_run["drift"] == {}, (
+        f"{notebook}: after the browser rendered them, explorers hold other values than "
+        f"the ones they were built with ([now, built]): {lab_run['drift']}")
