@@ -26,8 +26,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 BINDER = ROOT / "binder"
-#: in requirements.txt, not in the hub image: browser tests and lint only
-TEST_ONLY = {"playwright", "pytest-playwright", "ruff"}
+#: Browser tests, lint and the handout PDF (pypdf, beautifulsoup4): not needed on a hub.
+TEST_ONLY = {"playwright", "pytest-playwright", "ruff", "pypdf", "beautifulsoup4"}
 #: in the hub image only
 HUB_ONLY = {"nbgitpuller"}
 
