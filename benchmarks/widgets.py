@@ -38,7 +38,7 @@ VALUES = {
     ("link", "modulation"): [1, 2],
     ("link", "symbol_rate_gbaud"): [25.0, 53.125, 106.25, 50.0],
     ("link", "lanes"): [1, 2, 4, 8],
-    ("link", "coding"): [0.9412, 0.9697, 1.0, 0.85],
+    ("link", "coding"): [16 / 17, 64 / 66, 1.0, 0.8],
     ("link", "links"): [4, 6, 12, 18],
     ("link", "compare"): ["900 GB/s bidirectional", "1.8 TB/s bidirectional",
                           "400 Gb/s per direction"],
@@ -46,7 +46,7 @@ VALUES = {
     ("layout", "tp"): [2, 1], ("layout", "pp"): [2, 1], ("layout", "dp"): [2, 1],
     ("roi", "price_fast"): [3.0, 2.5, 4.0, 3.5],
     ("roi", "price_slow"): [2.25, 2.0, 1.5, 2.5],
-    ("roi", "project_tokens"): [200.0, 100.0, 1000.0, 400.0],
+    ("roi", "project_tokens"): [200.0, 100.0, 1000.0, 500.0],
     # pasted `nvidia-smi topo -m` texts ("" = use the sample)
     ("topology", "text"): ["", *(
         __import__("gpulab.widgets", fromlist=["x"]).topology_samples()[k]

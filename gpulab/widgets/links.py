@@ -12,6 +12,22 @@ from .base import Explorer, PNGView, parse_bandwidth
 from .. import links, plotting, specs, units
 
 
+#: Line codes a learner meets (payload bits / line bits), by name.
+LINE_CODES = (("none (1)", 1.0), ("8b/10b (0.8)", 8 / 10),
+              ("64b/66b (0.9697)", 64 / 66), ("128b/130b (0.9846)", 128 / 130),
+              ("16/17 (0.9412)", 16 / 17))
+
+
+def _coding_options(gens):
+    """:data:`LINE_CODES` plus any preset's coding ratio not among them."""
+    options = list(LINE_CODES)
+    for g in gens:
+        if not any(abs(v - g.coding_efficiency) < 1e-12 for _, v in options):
+            options.append((f"NVLink{g.generation} ({g.coding_efficiency:.4f})",
+                            g.coding_efficiency))
+    return options
+
+
 class _LinkExplorer(Explorer):
     def __init__(self, generation, compare):
         style = {"description_width": "initial"}
@@ -28,9 +44,10 @@ class _LinkExplorer(Explorer):
                                                readout_format=".3f", style=style),
             "lanes": W.IntSlider(value=8, min=1, max=16,
                                  description="Lanes per direction", style=style),
-            "coding": W.FloatSlider(value=1.0, min=0.8, max=1.0, step=0.0001,
-                                    description="Coding efficiency",
-                                    readout_format=".4f", style=style),
+            # named line codes, exact fractions: a float slider would be rounded
+            # to its step by the browser (16/17 -> 0.9412) and leave the preset
+            "coding": W.Dropdown(options=_coding_options(gens), value=1.0,
+                                 description="Line code", style=style),
             "links": W.IntSlider(value=6, min=1, max=36, description="Links per GPU",
                                  style=style),
             "compare": W.Text(value=compare, description="Check a spec figure",
@@ -56,7 +73,9 @@ class _LinkExplorer(Explorer):
                 c["modulation"].value = g.bits_per_symbol
                 c["symbol_rate_gbaud"].value = g.symbol_rate / 1e9
                 c["lanes"].value = g.lanes_per_direction
-                c["coding"].value = g.coding_efficiency   # exact, e.g. 16/17
+                c["coding"].value = next(           # the option's exact value
+                    v for _, v in c["coding"].options
+                    if abs(v - g.coding_efficiency) < 1e-12)
                 c["links"].value = g.links_per_gpu
             finally:
                 self._hold = False
@@ -97,6 +116,7 @@ class _LinkExplorer(Explorer):
             f"GPU ({c['links'].value} links): {units.fmt_bandwidth(gpu)} = "
             f"{units.fmt_bandwidth(gpu.to_bidirectional())}",
         ]
+        self.summary.value = "<br>".join(lines)     # current even if the spec is bad
         text = c["compare"].value.strip()
         if text:
             spec = parse_bandwidth(text)

@@ -403,6 +403,15 @@ def tp_explorer(model="13b", system="hgx-h200", tp=4, seq_len=4096, micro_batch=
     return _TPExplorer(model, system, tp, seq_len, micro_batch, sequence_parallel,
                        float(tp_overlap))
 
+#: Project sizes offered by the ROI explorer [billion tokens].
+ROI_TOKEN_STEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+
+
+def _token_options(value):
+    values = sorted({float(v) for v in ROI_TOKEN_STEPS} | {float(value)})
+    return [(f"{v:g}", v) for v in values]
+
+
 class _ROIExplorer(Explorer):
     def __init__(self, model, nodes, fast, slow, price_fast, price_slow,
                  project_tokens):
@@ -419,16 +428,19 @@ class _ROIExplorer(Explorer):
                                description="NVLink system", style=style, layout=w),
             "slow": W.Dropdown(options=parallelism.ROI_SLOW_SYSTEMS, value=slow,
                                description="PCIe system", style=style, layout=w),
-            "price_fast": W.BoundedFloatText(value=price_fast, min=0.0, max=1000.0,
-                                             step=0.05, style=style, layout=w,
-                                             description="NVLink USD/GPU-h"),
-            "price_slow": W.BoundedFloatText(value=price_slow, min=0.0, max=1000.0,
-                                             step=0.05, style=style, layout=w,
-                                             description="PCIe USD/GPU-h"),
-            "project_tokens": W.FloatLogSlider(
-                value=project_tokens / 1e9, base=10, min=0, max=4, step=0.05,
+            # plain text boxes: a bounded box would clamp a negative price silently;
+            # _update refuses it with a message instead
+            "price_fast": W.FloatText(value=price_fast, step=0.05, style=style,
+                                      layout=w, description="NVLink USD/GPU-h"),
+            "price_slow": W.FloatText(value=price_slow, step=0.05, style=style,
+                                      layout=w, description="PCIe USD/GPU-h"),
+            # exact token counts: a log slider's value is rounded by the browser
+            # (200 -> 10**2.3 = 199.526)
+            "project_tokens": W.SelectionSlider(
+                options=_token_options(project_tokens / 1e9),
+                value=project_tokens / 1e9,
                 description="Project [billion tokens]", style=style,
-                readout_format=".3g", layout=W.Layout(width="480px")),
+                layout=W.Layout(width="480px")),
         }
         self.roi = None
         self.steps = None
@@ -454,6 +466,11 @@ class _ROIExplorer(Explorer):
         fast, slow = c["fast"].value, c["slow"].value
         tokens = c["project_tokens"].value * 1e9
         pf, ps = c["price_fast"].value, c["price_slow"].value
+        for label, price in (("NVLink", pf), ("PCIe", ps)):
+            if not 0 < price <= 1000:
+                self.summary.value = ""
+                raise ValueError(f"{label} price must be more than 0 and at most 1000 "
+                                 f"USD per GPU-hour; got {price:g}")
         try:
             roi, (sf, ss) = parallelism.roi_comparison(
                 model, nodes, fast, slow, price_fast=pf, price_slow=ps,
@@ -466,7 +483,7 @@ class _ROIExplorer(Explorer):
         self.roi, self.steps = roi, (sf, ss)
         self.view.render(lambda ax: plotting.plot_roi(
             roi, labels=(fast, slow), currency="USD", ax=ax))
-        ratio = pf / ps if ps > 0 else float("inf")
+        ratio = pf / ps
         cheaper = fast if roi.cost_fast < roi.cost_slow else slow
         day = 86400.0
         self.summary.value = "<br>".join([
@@ -515,8 +532,8 @@ def roi_explorer(model="70b", nodes=8, fast="dgx-h100", slow="h100-pcie", *,
                          ("price_slow", price_slow, "slow")):
         v = parallelism.ROI_EXAMPLE_PRICES[key] if v is None else v
         if isinstance(v, bool) or not isinstance(v, (int, float)) \
-                or not 0 <= v <= 1000:
-            raise ValueError(f"{name} must be a number in [0, 1000] USD per "
+                or not 0 < v <= 1000:
+            raise ValueError(f"{name} must be a number in (0, 1000] USD per "
                              f"GPU-hour; got {v!r}")
         prices.append(float(v))
     if isinstance(project_tokens, bool) or not isinstance(project_tokens,

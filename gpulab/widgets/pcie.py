@@ -324,5 +324,12 @@ def pipeline_explorer(hidden=4096, seq_len=4096, micro_batch=1, dtype_bytes=2,
         step = scaling.data_parallel_step(gpu, 1, stage_params,
                                           micro_batch * seq_len)
         compute_ms = step.compute_time / units.MS
+    # on the slider's 0.1 ms grid: the browser would round any other value and
+    # send it back as a change
+    if isinstance(compute_ms, bool) or not isinstance(compute_ms, (int, float)) \
+            or not 1 <= compute_ms <= 1000:
+        raise ValueError("compute_ms must be a number in [1, 1000] ms (the slider's "
+                         f"range); got {compute_ms!r}")
+    compute_ms = round(float(compute_ms), 1)
     return _PipelineExplorer(hidden, seq_len, micro_batch, dtype_bytes, layout,
                              tuple(pair), n_micro_batches, compute_ms)

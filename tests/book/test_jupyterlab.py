@@ -92,17 +92,6 @@ MAIN_CONTROLS = {
     ],
 }
 
-#: Labs whose explorers the browser changes on first render (a slider's step or log
-#: scale rounds the value it sends back); fixed in the widget layer, not here. The state
-#: test of these labs is an expected failure until then (xfail, not strict).
-KNOWN_STATE_DRIFT = {
-    "lab01_link_math.ipynb": "the link explorer's coding slider (step 0.0001) comes back "
-                             "from the browser as 0.9412 and turns the preset into custom",
-    "lab02_read_your_server.ipynb": "the pipeline explorer's compute slider (step 0.1) "
-                                    "turns its default 108.672 ms into 108.7",
-    "lab05_plan_70b.ipynb": "the ROI explorer's log slider turns 200 billion tokens into "
-                            "199.526",
-}
 
 SERVER_START_TIMEOUT = 90  # s
 RUN_ALL_TIMEOUT = 180  # s
@@ -508,9 +497,6 @@ def test_kernel_state_equals_preset_after_render(lab_run, request):
     notebook = lab_run["notebook"]
     if lab_run["drift"] is None:
         pytest.skip(f"{notebook}: the lab did not get as far as its explorers")
-    if notebook in KNOWN_STATE_DRIFT:
-        request.applymarker(pytest.mark.xfail(reason=KNOWN_STATE_DRIFT[notebook],
-                                              strict=False))
     assert lab_run["drift"] == {}, (
         f"{notebook}: after the browser rendered them, explorers hold other values than "
         f"the ones they were built with ([now, built]): {lab_run['drift']}")

@@ -135,7 +135,7 @@ LINK_CASES = [
     ("symbol_rate_gbaud", 25.78125, "lb", "symbol_rate", 25.78125e9),
     ("modulation", 1, "lb", "bits_per_symbol", 1),
     ("lanes", 4, "lb", "lanes_per_direction", 4),
-    ("coding", 0.9, "lb", "coding_efficiency", 0.9),
+    ("coding", 0.8, "lb", "coding_efficiency", 0.8),
     ("links", 12, "gb", "n_links", 12),
 ]
 
@@ -285,7 +285,7 @@ def test_scaling_one_update_per_change(control, value):
 
 
 @pytest.mark.parametrize("control, value", [
-    ("symbol_rate_gbaud", 53.125), ("modulation", 2), ("lanes", 2), ("coding", 0.9),
+    ("symbol_rate_gbaud", 53.125), ("modulation", 2), ("lanes", 2), ("coding", 0.8),
     ("links", 18), ("compare", "1.8 TB/s bidirectional")])
 def test_link_one_update_per_change_when_custom(control, value):
     w = widgets.link_explorer(0)
@@ -300,3 +300,28 @@ def test_link_one_update_per_change_from_preset(control, value):
     n = w.n_updates
     w.controls[control].value = value
     assert w.n_updates == n + 1
+
+
+# --- the state a learner sees after the first render equals the preset ----------------
+def test_link_presets_keep_exact_coding_and_stay_presets():
+    """The coding control offers each preset's exact ratio as an option (the browser
+    sends back an option index, never a rounded float), so a preset stays a preset."""
+    w = widgets.link_explorer(4)
+    c = w.controls
+    for g in specs.nvlink_generations():
+        c["preset"].value = g.generation
+        assert c["preset"].value == g.generation
+        assert c["coding"].value == g.coding_efficiency          # exactly
+        assert isinstance(c["coding"], W.Dropdown)
+    c["coding"].value = c["coding"].value                      # an echo is no edit
+    assert c["preset"].value == specs.nvlink_generations()[-1].generation
+
+
+def test_link_summary_follows_the_sliders_when_the_spec_text_is_bad():
+    w = widgets.link_explorer(4)
+    c = w.controls
+    c["compare"].value = "nine hundred"
+    assert "spec figure" in _msg(w)
+    c["links"].value = 9
+    assert "GPU (9 links)" in w.summary.value        # not stale
+    assert "spec figure" in _msg(w)                  # the bad text is still named

@@ -154,3 +154,27 @@ def test_plot_step_comparison_stacks_components():
     assert total == pytest.approx(st.total)
     with pytest.raises(ValueError, match="rows"):
         plotting.plot_step_comparison([])
+
+
+# --- prices and project size as a learner types them -------------------------------
+@pytest.mark.parametrize("control, value", [("price_fast", 0.0), ("price_slow", 0.0),
+                                            ("price_slow", -1.0), ("price_fast", -2.5)])
+def test_a_price_that_is_not_positive_is_refused_by_name(control, value):
+    w = widgets.roi_explorer()
+    w.controls[control].value = value
+    assert w.controls[control].value == value                # not clamped silently
+    label = "NVLink" if control == "price_fast" else "PCIe"
+    assert f"{label} price must be more than 0" in w.message.value
+    assert "inf" not in w.summary.value and "nan" not in w.summary.value
+    w.controls[control].value = 2.0                          # and it recovers
+    assert w.message.value == "" and "Break-even" in w.summary.value
+
+
+def test_project_tokens_are_exact_options():
+    """200 billion stays 200 (a log slider came back from the browser as 199.526)."""
+    w = widgets.roi_explorer()
+    c = w.controls["project_tokens"]
+    assert isinstance(c, W.SelectionSlider) and c.value == 200.0
+    assert all(isinstance(v, float) for _, v in c.options)
+    custom = widgets.roi_explorer(project_tokens=300e9).controls["project_tokens"]
+    assert custom.value == 300.0 and 300.0 in [v for _, v in custom.options]
