@@ -693,8 +693,8 @@ def plot_speedup_slowdown(points=(), *, ax=None):
 def plot_roi(roi, *, labels=("NVLink", "PCIe"), currency="USD", ax=None):
     """Cost and length of one training project on the fast and the slow system.
 
-    Calling it again on the same Axes with the same labels updates the bars in
-    place (the ROI explorer redraws this way).
+    Calling it again on the same Axes updates the bars and labels in place (the
+    ROI explorer redraws this way).
 
     Parameters
     ----------
@@ -724,7 +724,7 @@ def plot_roi(roi, *, labels=("NVLink", "PCIe"), currency="USD", ax=None):
     key = tuple(str(x) for x in labels)
     y = np.array([1, 0])
     ax = new_axes(ax)
-    old = cached_artists(ax, "roi", key)
+    old = cached_artists(ax, "roi", 2)
     if old is None:
         ax.clear()
         bars = ax.barh(y, width, color=[COLORS["nvlink"], COLORS["pcie"]],
@@ -732,18 +732,19 @@ def plot_roi(roi, *, labels=("NVLink", "PCIe"), currency="USD", ax=None):
         notes = [ax.annotate(t, (w, yi), xytext=(4, 0), textcoords="offset points",
                              va="center", fontsize=8.5)
                  for yi, w, t in zip(y, width, texts)]
-        ax.set_yticks(y, list(key))
         ax.grid(axis="y", visible=False)
         from matplotlib.ticker import MaxNLocator
 
         ax.xaxis.set_major_locator(MaxNLocator(5))
-        remember_artists(ax, "roi", key, (bars, notes), bars[0])
+        remember_artists(ax, "roi", 2, (bars, notes), bars[0])
     else:
         bars, notes = old
         for b, txt, yi, w, t in zip(bars, notes, y, width, texts):
             b.set_width(w)
             txt.xy = (w, yi)
             txt.set_text(t)
+    if [t.get_text() for t in ax.get_yticklabels()] != list(key):
+        ax.set_yticks(y, list(key))
     ax.set_xlabel(f"Project cost [{unit} {currency}]")
     ax.set_xlim(0, float(width.max()) * 1.7)
     return ax
