@@ -34,7 +34,6 @@ from .pcie import (  # noqa: F401
     PIPELINE_SEQ_LENS,
     PIPELINE_MICRO_BATCHES,
     PIPELINE_DTYPES,
-    transport_shares,
     pipeline_chart,
 )
 from .topology import (  # noqa: F401

@@ -6,7 +6,7 @@ from __future__ import annotations
 import altair as alt
 
 from .base import Control, build
-from .. import links, measurements, pcie, scaling, specs, topology, units
+from .. import links, pcie, scaling, specs, topology, units
 
 #: Lane counts and maximum payload sizes of the PCIe chart. [lanes], [B]
 PCIE_LANES = (1, 2, 4, 8, 16)
@@ -88,31 +88,19 @@ PIPELINE_MICRO_BATCHES = (1, 2, 4, 8)
 PIPELINE_DTYPES = (("FP32", 4), ("BF16", 2), ("FP8", 1))
 
 
-def transport_shares():
-    """Achieved share of a path's line rate per NCCL transport, from the course data:
-    P2P/NVLink from the ``hgx-h200`` preset's P2P copy over 18 NVLink4 links, P2P/PCIe
-    from the ``h100-pcie`` preset over the encoded Gen5 x16 rate, SHM from the
-    measured GPU -> pinned host -> GPU copies over the same rate."""
-    enc = pcie.encoded_bandwidth(5, 16)
-    return {"P2P/NVLink": pcie.copy_bandwidth("p2p", system="hgx-h200")
-            / links.nvlink_gpu_bandwidth(4),
-            "P2P/PCIe": pcie.copy_bandwidth("p2p", system="h100-pcie") / enc,
-            "SHM": measurements.copy_bandwidth().peak("p2p_via_host") / enc}
-
-
 def pipeline_chart(hidden=4096, seq_len=4096, micro_batch=1, dtype="BF16", *,
                    gpu="H100", stage_params=1.75e9):
     """Activation transfer (and its gradient back) between two pipeline stages per
     micro-batch, for four reference placements. Each transfer is
     :func:`gpulab.links.transfer_time` with the path's
     :func:`gpulab.topology.path_latency` and :func:`gpulab.topology.bottleneck_bandwidth`
-    times the share of the transport NCCL picks (:func:`transport_shares`); compute per
+    times the share of the transport NCCL picks (:func:`gpulab.pcie.transport_shares`); compute per
     micro-batch from :func:`gpulab.scaling.data_parallel_step` for ``stage_params`` on
     ``gpu``. Precomputed over :data:`PIPELINE_HIDDEN`, :data:`PIPELINE_SEQ_LENS`,
     :data:`PIPELINE_MICRO_BATCHES` and :data:`PIPELINE_DTYPES`."""
     servers = {"A": topology.layout_a(), "B": topology.layout_b(),
                "nvswitch": topology.nvswitch_node("H200")}
-    shares = transport_shares()
+    shares = pcie.transport_shares()
     paths = []
     for label, server, (a, b) in PIPELINE_PLACEMENTS:
         topo = servers[server]

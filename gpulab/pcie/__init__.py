@@ -100,9 +100,11 @@ from .copies import (  # noqa: F401
     CopyFit,
     calibrate_copy,
     calibrate_copies,
+    transport_shares,
 )
 
 __all__ = [
+    "transport_shares",
     "COPY_KINDS",
     "MEMORY_KINDS",
     "CopyFit",

@@ -6,11 +6,12 @@ Units are SI: bytes, seconds, bytes per second (per direction).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from .. import links, systems, units
+from .. import links, measurements, systems, units
 from .._validate import as_number, check_choice, finite_answer
 from .link import encoded_bandwidth
 
@@ -683,3 +684,34 @@ def calibrate_copies(run=None, *, system="h200-x2-measured"):
         out["p2p_via_host"] = {"latency_s": f.latency, "issue_floor_s": f.issue_floor,
                                "efficiency": f.bandwidth / _nominal(sys, "h2d")}
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _transport_share_items():
+    enc = encoded_bandwidth(5, 16)
+    return (("P2P/NVLink", copy_bandwidth("p2p", system="hgx-h200")
+             / links.nvlink_gpu_bandwidth(4)),
+            ("P2P/PCIe", copy_bandwidth("p2p", system="h100-pcie") / enc),
+            ("SHM", measurements.copy_bandwidth().peak("p2p_via_host") / enc))
+
+
+def transport_shares():
+    """Achieved share of a path's line rate per NCCL transport, from the course data.
+
+    ``"P2P/NVLink"``: the ``hgx-h200`` preset's GPU-to-GPU copy (our 2x H200 runs) over
+    18 NVLink4 links; ``"P2P/PCIe"``: the ``h100-pcie`` preset's copy over the encoded
+    Gen5 x16 rate; ``"SHM"``: our measured GPU -> pinned host -> GPU copies over the
+    same rate. Ratios of per-direction bandwidths (dimensionless).
+
+    Returns
+    -------
+    dict
+        Transport name -> share (a new dict per call).
+
+    Examples
+    --------
+    >>> shares = transport_shares()
+    >>> sorted(shares), all(0 < v < 1 for v in shares.values())
+    (['P2P/NVLink', 'P2P/PCIe', 'SHM'], True)
+    """
+    return dict(_transport_share_items())

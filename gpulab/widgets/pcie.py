@@ -133,28 +133,6 @@ def _pipeline_topology(layout):
             "nvswitch": lambda: topology.nvswitch_node("H200")}[layout]()
 
 
-def _transport_efficiency():
-    """Achieved share of a path's line rate per NCCL transport, from the data.
-
-    P2P/NVLink: our 2x H200 copies (``hgx-h200`` preset, 0.885 of 18 NVLink4
-    links); P2P/PCIe: the ``h100-pcie`` preset (0.836 of the encoded Gen5 x16
-    rate, from a published same-switch Gen4 measurement); SHM: our GPU -> pinned
-    host -> GPU copies (27.7 GB/s, 0.44 of the encoded Gen5 x16 rate).
-    """
-    return dict(_transport_efficiency_table())
-
-
-@functools.lru_cache(maxsize=None)
-def _transport_efficiency_table():
-    enc = pcie.encoded_bandwidth(5, 16)
-    return tuple({
-        "P2P/NVLink": pcie.copy_bandwidth("p2p", system="hgx-h200")
-        / links.nvlink_gpu_bandwidth(4),
-        "P2P/PCIe": pcie.copy_bandwidth("p2p", system="h100-pcie") / enc,
-        "SHM": measurements.copy_bandwidth().peak("p2p_via_host") / enc,
-    }.items())
-
-
 def _same_path(p, q):
     """Whether two placements have the same class, transport and rates."""
     return (p["class"], p["transport"], p["time"]) == (q["class"], q["transport"],
@@ -248,7 +226,7 @@ class _PipelineExplorer(Explorer):
             self._paths[key] = {
                 "class": topology.path_class(topo, a, b), "transport": transport,
                 "line": line, "latency": topology.path_latency(topo, a, b),
-                "achieved": line * _transport_efficiency()[transport]}
+                "achieved": line * pcie.transport_shares()[transport]}
         return self._paths[key]
 
     def _placement(self, layout, a, b, message_bytes):
@@ -307,7 +285,7 @@ def pipeline_explorer(hidden=4096, seq_len=4096, micro_batch=1, dtype_bytes=2,
     path's :func:`gpulab.topology.path_latency` and its
     :func:`gpulab.topology.bottleneck_bandwidth` times the achieved share of the
     transport NCCL picks (:func:`gpulab.topology.nccl_transport`; shares from
-    the course data, see ``_transport_efficiency``). Bars: your placement and
+    the course data, see :func:`gpulab.pcie.transport_shares`). Bars: your placement and
     four references, (a) same switch, (b) across switches under one CPU,
     (c) across CPUs, (d) NVLink; the one that behaves like your placement is
     outlined (a fifth bar is added if none does).
