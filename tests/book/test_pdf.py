@@ -29,7 +29,10 @@ def book(skip_or_fail):
 
 
 def words(text):
-    return " ".join(text.replace("\u00ad", "").split())
+    """Whitespace-normalised text; typographic quotes as ASCII (the theme prints
+    an apostrophe of a title as U+2019)."""
+    text = text.replace("\u00ad", "").replace("\u2019", "'").replace("\u2018", "'")
+    return " ".join(text.replace("\u201c", '"').replace("\u201d", '"').split())
 
 
 def page_range(reader, entry):
