@@ -358,7 +358,7 @@ CASES = [
 #: Public functions with no parameters (nothing to refuse).
 NO_ARGS = {specs.nvlink_generations, specs.pcie_generations, specs.gpus,
            specs.gpu_names, specs.nics}
-NO_ARGS |= {topology.cpu_links}
+NO_ARGS |= {topology.cpu_links, pcie.transport_shares}
 NO_ARGS |= {systems.names}
 
 # Later modules keep their rows in tests/models/bad_input_<module>.py (see bad_values.py).
