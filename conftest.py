@@ -7,20 +7,28 @@ jupytext, when ``--nbval`` or ``--nbval-lax`` is given. Recipe: toolchain guide 
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from unittest import mock
 
 
+@functools.lru_cache(maxsize=None)
+def _chapter_notebooks():
+    """jupyter/chapter_notebooks.py (a script, not a package), loaded from its file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "gpulab_course_chapter_notebooks",
+        Path(__file__).resolve().parent / "jupyter" / "chapter_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def is_myst_notebook(path) -> bool:
-    """Return True if ``path`` is a MyST Markdown notebook (jupytext header + kernelspec)."""
-    path = Path(path)
-    if path.suffix != ".md" or not path.is_file():
-        return False
-    head = path.read_text(encoding="utf-8", errors="replace")[:4000]
-    if not head.startswith("---"):
-        return False
-    header = head.split("\n---", 1)[0]
-    return "format_name: myst" in header and "kernelspec" in header
+    """Return True if ``path`` is a MyST Markdown notebook (jupytext header + kernelspec);
+    the same test ``make lab`` uses to pick the chapters it copies."""
+    return _chapter_notebooks().is_chapter_notebook(Path(path))
 
 
 def pytest_collect_file(file_path, parent):
