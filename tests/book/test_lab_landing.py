@@ -186,6 +186,12 @@ def test_chapter_opens_from_landing_with_numbers_and_runs(root_lab, page, make_o
     page.set_viewport_size({"width": 1400, "height": 1000})
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     copy = f"_build/chapters/{CHAPTER}.ipynb"
+    # With autosave every second, a save can race the previous one and JupyterLab asks
+    # whether the file "has changed on disk"; keep the disk version (the test compares
+    # the disk's cells) instead of letting the dialog block the next click.
+    page.add_locator_handler(
+        page.locator(".jp-Dialog", has_text="has changed on disk"),
+        lambda dialog: dialog.locator("button", has_text="Revert").click())
     try:
         page.goto(f"{base}/?token={token}", wait_until="domcontentloaded")
         start = page.locator(VISIBLE_NB)
