@@ -31,7 +31,8 @@ from . import specs, units
 from ._validate import check_int
 
 __all__ = ["CopyRun", "copy_bandwidth", "CopyLatencyRun", "copy_latency_run",
-           "COPY_LATENCY_RUN", "raw_capture", "parse_nvlink_status",
+           "COPY_LATENCY_RUN", "COPY_REPEAT_RUN", "COPY_FIT_SWEEPS", "COPY_HOLDOUT_SWEEPS",
+           "copy_latency_sweeps", "pooled_copy_latency_run", "raw_capture", "parse_nvlink_status",
            "check_nvlink_status", "NVLinkStatus",
            "NVLinkStatusParseError", "PooledSweep", "FIT_RUNS", "HOLDOUT_RUNS", "PROCS_RUNS",
            "CHECK_RUNS",
@@ -98,24 +99,44 @@ def copy_bandwidth(name="h200_copy_bandwidth"):
 
 
 #: Our CUDA C++ copy runs (``measure/copy_latency.cu``, cudaMemcpyAsync) on
-#: 1x H200 SXM: run 1 is the fit, run 2 the held-out run.
+#: 1x H200 SXM: two sweeps on 2026-12-01 (``copies_run1.csv``, ``copies_run2.csv``) ...
 COPY_LATENCY_RUN = "h200-x1-2026-12-01-copies"
+#: ... and six sweeps in a row on 2026-12-02 (``copies_r1.csv`` ... ``copies_r6.csv``;
+#: perhaps another physical machine: small-copy floors 0.5-1 us higher).
+COPY_REPEAT_RUN = "h200-x1-2026-12-02-copies-repeat"
+#: The sweeps the hardware copy model is fitted on (the median per size over them):
+#: 2026-12-01 run 1 and 2026-12-02 r1, r3, r5. Fixed before any fit was compared with
+#: the held-out sweeps; ``(raw run folder, file)`` pairs.
+COPY_FIT_SWEEPS = ((COPY_LATENCY_RUN, "copies_run1.csv"),
+                   (COPY_REPEAT_RUN, "copies_r1.csv"),
+                   (COPY_REPEAT_RUN, "copies_r3.csv"),
+                   (COPY_REPEAT_RUN, "copies_r5.csv"))
+#: The held-out sweeps, never used by the fit: 2026-12-01 run 2 and 2026-12-02 r2, r4, r6.
+COPY_HOLDOUT_SWEEPS = ((COPY_LATENCY_RUN, "copies_run2.csv"),
+                       (COPY_REPEAT_RUN, "copies_r2.csv"),
+                       (COPY_REPEAT_RUN, "copies_r4.csv"),
+                       (COPY_REPEAT_RUN, "copies_r6.csv"))
+#: Measured columns of a :class:`CopyLatencyRun` series (times [s]).
+_COPY_COLUMNS = ("latency_event", "latency_wall", "b2b_per_copy")
 
 
 @dataclass(frozen=True)
 class CopyLatencyRun:
-    """One CUDA C++ copy sweep (``measure/copy_latency.cu``).
+    """One CUDA C++ copy sweep (``measure/copy_latency.cu``), or the median of several.
 
     Attributes
     ----------
     gpu, driver, cuda_runtime, date : str
-        Provenance.
+        Provenance (of the first sweep when pooled).
     series : dict[str, dict[str, np.ndarray]]
         Per copy key (``h2d_pinned``, ``d2h_pageable``, ``h2d_pinned_both``, ``d2d``,
         ... as in :data:`gpulab.systems.HARDWARE_COPY_KEYS`), arrays sorted by size:
         ``size_bytes`` [B]; ``latency_event`` (one isolated copy, CUDA events) [s];
         ``latency_wall`` (host clock from the call to the stream's end) [s];
         ``b2b_per_copy`` (copies queued back to back, time per copy) [s].
+    sweeps : tuple of (str, str)
+        The ``(raw run folder, file)`` of each sweep behind these numbers: one for a
+        loaded sweep, several for :func:`pooled_copy_latency_run`.
     """
 
     gpu: str
@@ -123,6 +144,7 @@ class CopyLatencyRun:
     cuda_runtime: str
     date: str
     series: dict = field(default_factory=dict)
+    sweeps: tuple = ()
 
 
 def copy_latency_run(filename="copies_run1.csv", run=COPY_LATENCY_RUN):
@@ -131,7 +153,9 @@ def copy_latency_run(filename="copies_run1.csv", run=COPY_LATENCY_RUN):
     Parameters
     ----------
     filename : str
-        ``copies_run1.csv`` (the fit) or ``copies_run2.csv`` (held out).
+        A sweep of the run folder, e.g. ``copies_run1.csv``, or ``copies_r1.csv`` ...
+        ``copies_r6.csv`` of :data:`COPY_REPEAT_RUN`. Which sweeps the model is fitted
+        on and which are held out: :data:`COPY_FIT_SWEEPS`, :data:`COPY_HOLDOUT_SWEEPS`.
     run : str
         The raw run folder.
 
@@ -142,8 +166,8 @@ def copy_latency_run(filename="copies_run1.csv", run=COPY_LATENCY_RUN):
     Examples
     --------
     >>> r = copy_latency_run()
-    >>> sorted(r.series)[:3], r.driver
-    (['d2d', 'd2h_pageable', 'd2h_pinned'], '580.159.04')
+    >>> sorted(r.series)[:3], r.driver, r.sweeps
+    (['d2d', 'd2h_pageable', 'd2h_pinned'], '580.159.04', (('h200-x1-2026-12-01-copies', 'copies_run1.csv'),))
     >>> round(float(r.series["h2d_pinned"]["latency_event"][0]) * 1e6, 3)   # 4 B, us
     3.744
     """
@@ -167,7 +191,87 @@ def copy_latency_run(filename="copies_run1.csv", run=COPY_LATENCY_RUN):
     r0 = rows[0]
     return CopyLatencyRun(gpu=r0["gpu"], driver=r0["driver"],
                           cuda_runtime=r0["cuda_runtime"], date=r0["date"],
-                          series=series)
+                          series=series, sweeps=((run, filename),))
+
+
+def _sweep_list(sweeps):
+    """``sweeps`` as a tuple of ``(run, filename)`` pairs, or a ValueError."""
+    if isinstance(sweeps, (str, bytes)) or not hasattr(sweeps, "__iter__"):
+        raise ValueError("sweeps must be a sequence of (run folder, file) pairs, e.g. "
+                         f"measurements.COPY_FIT_SWEEPS; got {sweeps!r}")
+    out = tuple(sweeps)
+    if not out or not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in out):
+        raise ValueError("sweeps must be a non-empty sequence of (run folder, file) "
+                         f"pairs, e.g. measurements.COPY_FIT_SWEEPS; got {sweeps!r}")
+    out = tuple((p[0], p[1]) for p in out)
+    if len(set(out)) != len(out):
+        raise ValueError(f"sweeps: a sweep is listed twice; got {out!r}")
+    return out
+
+
+def copy_latency_sweeps(sweeps=COPY_HOLDOUT_SWEEPS):
+    """Load several sweeps of ``measure/copy_latency.cu``.
+
+    Parameters
+    ----------
+    sweeps : sequence of (str, str)
+        ``(raw run folder, file)`` pairs; default :data:`COPY_HOLDOUT_SWEEPS`.
+
+    Returns
+    -------
+    tuple of CopyLatencyRun
+
+    Examples
+    --------
+    >>> [r.sweeps[0][1] for r in copy_latency_sweeps()]
+    ['copies_run2.csv', 'copies_r2.csv', 'copies_r4.csv', 'copies_r6.csv']
+    """
+    out = []
+    for r, f in _sweep_list(sweeps):
+        try:
+            out.append(copy_latency_run(f, run=r))
+        except ValueError as e:
+            raise ValueError(f"sweeps: cannot load {(r, f)!r}: {e}") from None
+    return tuple(out)
+
+
+def pooled_copy_latency_run(sweeps=COPY_FIT_SWEEPS):
+    """The median per copy key and size over several sweeps (what the model is fitted on).
+
+    Parameters
+    ----------
+    sweeps : sequence of (str, str)
+        ``(raw run folder, file)`` pairs; default :data:`COPY_FIT_SWEEPS`. All must
+        have the same copy keys and sizes.
+
+    Returns
+    -------
+    CopyLatencyRun
+        ``latency_event``, ``latency_wall`` and ``b2b_per_copy`` are the medians over
+        the sweeps (of an even number of sweeps: the mean of the middle two);
+        ``sweeps`` names them all.
+
+    Examples
+    --------
+    >>> p = pooled_copy_latency_run()
+    >>> len(p.sweeps), round(float(p.series["h2d_pinned"]["latency_event"][0]) * 1e6, 3)
+    (4, 4.008)
+    """
+    runs = copy_latency_sweeps(sweeps)
+    first = runs[0]
+    series = {}
+    for key, ser in first.series.items():
+        for r in runs[1:]:
+            if key not in r.series or not np.array_equal(r.series[key]["size_bytes"],
+                                                         ser["size_bytes"]):
+                raise ValueError(f"sweeps: {r.sweeps[0]} does not have the copy sizes of "
+                                 f"{first.sweeps[0]} for {key!r}; cannot pool them")
+        series[key] = {"size_bytes": ser["size_bytes"].copy()}
+        for col in _COPY_COLUMNS:
+            series[key][col] = np.median([r.series[key][col] for r in runs], axis=0)
+    return CopyLatencyRun(gpu=first.gpu, driver=first.driver,
+                          cuda_runtime=first.cuda_runtime, date=first.date,
+                          series=series, sweeps=tuple(s for r in runs for s in r.sweeps))
 
 
 def raw_capture(run, filename):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .. import units
 from .._validate import check_choice
 
@@ -59,9 +61,10 @@ class HostCopy:
 #: Keys of a ``copy_hardware`` section: ``<direction>_<memory>[_both]``, ``d2d``, ``p2p``.
 HARDWARE_COPY_KEYS = ("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable",
                       "h2d_pinned_both", "d2h_pinned_both", "d2d", "p2p")
-#: Fields of one ``copy_hardware`` entry (``kind`` and ``source`` optional).
+#: Fields of one ``copy_hardware`` entry (``kind``, ``source`` and the knee pair
+#: ``knee_bytes`` / ``bandwidth_above_knee_gb_per_s`` optional).
 HARDWARE_COPY_FIELDS = ("latency_s", "pipelined_s", "bandwidth_gb_per_s", "cuda_issue_s",
-                        "kind", "source")
+                        "kind", "source", "knee_bytes", "bandwidth_above_knee_gb_per_s")
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,13 @@ class HardwareCopy:
         ``measured`` or ``assumed`` (see ``gpulab/data/README.md``).
     source : str or None
         Where this kind's numbers come from when it differs from the section's.
+    knee_bytes : float or None
+        Pageable copies only, where the measured host shows one: copies larger than this
+        run at ``bandwidth_above_knee`` instead of ``bandwidth`` (the whole copy, not
+        only the bytes above the knee). Fitted on the measured host, not a property of
+        the GPU. [B]
+    bandwidth_above_knee : units.Bandwidth or None
+        Per-direction rate of copies larger than ``knee_bytes``.
     """
 
     latency_s: float
@@ -93,6 +103,25 @@ class HardwareCopy:
     cuda_issue_s: float
     kind: str
     source: str | None = None
+    knee_bytes: float | None = None
+    bandwidth_above_knee: units.Bandwidth | None = None
+
+    def __post_init__(self):
+        if (self.knee_bytes is None) != (self.bandwidth_above_knee is None):
+            raise ValueError("knee_bytes and bandwidth_above_knee come together; got "
+                             f"knee_bytes={self.knee_bytes!r}, bandwidth_above_knee="
+                             f"{self.bandwidth_above_knee!r}")
+
+    def rate(self, message_bytes):
+        """Per-direction rate [B/s] of copies of ``message_bytes`` (an array for an
+        array): ``bandwidth``, or ``bandwidth_above_knee`` above ``knee_bytes``."""
+        s = np.asarray(message_bytes, dtype=float)
+        b = self.bandwidth.bytes_per_s
+        if self.knee_bytes is None:
+            out = np.full(s.shape, b)
+        else:
+            out = np.where(s > self.knee_bytes, self.bandwidth_above_knee.bytes_per_s, b)
+        return float(out) if out.ndim == 0 else out
 
 
 @dataclass(frozen=True)

@@ -284,7 +284,14 @@ def _copy_hardware(r):
     for key in HARDWARE_COPY_KEYS:
         if key not in r.value:
             continue
-        c = r.sub(key, HARDWARE_COPY_FIELDS, optional=("kind", "source"))
+        c = r.sub(key, HARDWARE_COPY_FIELDS, optional=(
+            "kind", "source", "knee_bytes", "bandwidth_above_knee_gb_per_s"))
+        knee = above = None
+        if "knee_bytes" in c.value or "bandwidth_above_knee_gb_per_s" in c.value:
+            knee = c.number("knee_bytes", 0.0, 2.0 ** 60, low_inclusive=False)
+            above = units.Bandwidth.from_gb_per_s(
+                c.number("bandwidth_above_knee_gb_per_s", 0.0, 1e6, low_inclusive=False),
+                units.PER_DIRECTION)
         copies[key] = HardwareCopy(
             latency_s=c.number("latency_s", 0.0, 1.0),
             pipelined_s=c.number("pipelined_s", 0.0, 1.0),
@@ -293,7 +300,7 @@ def _copy_hardware(r):
                 units.PER_DIRECTION),
             cuda_issue_s=c.number("cuda_issue_s", 0.0, 1.0),
             kind=c.choice("kind", specs.KINDS) if "kind" in c.value else kind,
-            source=c.text("source", None))
+            source=c.text("source", None), knee_bytes=knee, bandwidth_above_knee=above)
     return CopyHardware(copies=tuple(copies.items()), source=r.text("source"),
                         accessed=_date(r, "accessed"), kind=kind)
 

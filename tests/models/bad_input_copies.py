@@ -30,6 +30,18 @@ CASES = [
          {"filename": "copies_run2.csv", "run": measurements.COPY_LATENCY_RUN},
          {"filename": _NAME_BAD + ["README.md"], "run": _NAME_BAD}),
 ]
+_FIT_SWEEP = measurements.copy_latency_run("copies_run1.csv")   # used by the fit
+_SWEEPS_BAD = [None, 3, True, "copies_r1.csv", [], [("x",)], [(3, 4)],
+               [("no-such-run", "copies_r1.csv")],
+               [(measurements.COPY_REPEAT_RUN, "README.md")],
+               list(measurements.COPY_HOLDOUT_SWEEPS[:1]) * 2]     # listed twice
 CASES.append(Case(pcie.copy_holdout_errors, {"run": None, "system": "hgx-h200"},
-                  {"run": [3, "copies_run2.csv", True, {}, ["h2d"]],
+                  {"run": [3, "copies_run2.csv", True, {}, ["h2d"], [], _FIT_SWEEP,
+                           [_FIT_SWEEP]],
                    "system": _SYSTEM_BAD[:-1]}))
+CASES += [
+    Case(measurements.copy_latency_sweeps,
+         {"sweeps": measurements.COPY_HOLDOUT_SWEEPS}, {"sweeps": _SWEEPS_BAD}),
+    Case(measurements.pooled_copy_latency_run,
+         {"sweeps": measurements.COPY_FIT_SWEEPS}, {"sweeps": _SWEEPS_BAD}),
+]

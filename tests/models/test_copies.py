@@ -1,37 +1,42 @@
 """Copies: the hardware model (one-copy latency + size / bandwidth) apart from the
-caller's issue cost, fitted to run 1 of our CUDA C++ copy runs on 1x H200 SXM and
-checked against run 2 (held out) per size band.
+caller's issue cost, fitted on four CUDA C++ copy sweeps on 1x H200 SXM and checked on
+four others it never saw, per size band.
 
-Acceptance (issue 12): +-15 % from 64 KiB, +-30 % below, against independent copy
-measurements. Errors are |model / run 2 - 1|, per band, median and maximum.
+Acceptance: +-15 % from 64 KiB, +-30 % below, against independent copy measurements.
+Errors are |model / held-out sweep - 1| over every held-out single-size point (sizes x
+four sweeps); the run-to-run spread ("noise") is the same error for the fit sweeps'
+own median taken as the prediction, which no fit to those sweeps can beat.
 
-Where the model stands against run 2 (hardware model = one isolated copy vs
-latency_event; CUDA loop = max(issue, gap + S/B) vs b2b_per_copy):
+Fit: median per size of 2026-12-01 run 1 and 2026-12-02 r1, r3, r5
+(measurements.COPY_FIT_SWEEPS); held out: 2026-12-01 run 2 and 2026-12-02 r2, r4, r6
+(COPY_HOLDOUT_SWEEPS). The split was fixed before the model was compared with the
+held-out sweeps.
 
-* pinned h2d and d2h, one direction: the median meets the acceptance in every band
-  (hardware: <= 21 % below 64 KiB, <= 14 % 64 KiB-1 MiB, <= 1 % above); the maximum
-  does not everywhere (24-26 % below 64 KiB, 23 % at 64 KiB for h2d), where run 2 is
-  as far from run 1 as from the model (run-to-run spread, which no fit can beat);
-* both directions at once: median within the acceptance except d2h 64 KiB-1 MiB
-  (16 %);
-* d2d: misses 64 KiB-1 MiB (25 % hardware, 21 % loop; run 1 itself is 18-20 % off
-  run 2 there) and the loop's 1-64 MiB band (17 %: 4-16 MiB copies repeated back to back
-  stay in the 60 MB L2, not modelled);
-* pageable: run 1 and run 2 differ by up to 40 %; the model is only bounded by that
-  spread (median up to 42 % for h2d >= 64 MiB), not held to the acceptance.
+Where the model stands (asserted below, so an improvement or a regression shows here):
 
-The tests assert exactly this: every median within the acceptance or the runs' own
-spread + 10 points, and the list of missed bands (ACCEPTANCE_MISSED) as it is, so an
-improvement or a regression both show up here.
+* pinned h2d and d2h (one direction) and d2d, hardware model: the median error meets
+  the acceptance in every band. Single points miss where single sweeps do (small
+  copies vary 20-30 % between sweeps; d2d 64 KiB-1 MiB; d2d 8-16 MiB in the 50 MB L2);
+* the CUDA back-to-back loop misses one band: d2d 1-64 MiB (L2, and 1-8 MiB copies
+  whose rate differs by up to 40 % between sweeps);
+* both directions at once: every median within the acceptance (d2h 64 KiB-1 MiB just:
+  the sweeps' own spread there reaches 32 %);
+* pageable: outside the acceptance. h2d has a knee (32 MiB on all eight sweeps: the
+  whole copy runs at about half the rate above it), modelled and fitted on this host;
+  d2h has none, and its sweeps differ by more than +-15 % in every band from 64 KiB.
 """
 from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpulab import measurements, pcie, systems
+import gpulab
+from gpulab import measurements, pcie, systems, units
 from gpulab.units import GB, KiB, MiB
 
 #: Size bands of the acceptance: [low, high) bytes, and the allowed error.
@@ -39,15 +44,11 @@ BANDS = {"< 64 KiB": (0, 64 * KiB, 0.30), "64 KiB-1 MiB": (64 * KiB, MiB, 0.15),
          "1-64 MiB": (MiB, 64 * MiB, 0.15), ">= 64 MiB": (64 * MiB, np.inf, 0.15)}
 PINNED = ("h2d_pinned", "d2h_pinned", "h2d_pinned_both", "d2h_pinned_both", "d2d")
 PAGEABLE = ("h2d_pageable", "d2h_pageable")
-#: Bands whose median error on run 2 misses the acceptance, and why: run 2 is slower
-#: than run 1 at these sizes (d2h both directions: 16 % vs 15 %; d2d 64 KiB-1 MiB:
-#: run 1 itself is 18-20 % off run 2) and d2d copies of 4-16 MiB are served from the
-#: 60 MB L2 when repeated back to back, which the model does not represent.
-ACCEPTANCE_MISSED = {
-    "d2h_pinned_both": [("hardware latency", "64 KiB-1 MiB")],
-    "d2d": [("hardware latency", "64 KiB-1 MiB"), ("CUDA back-to-back", "64 KiB-1 MiB"),
-            ("CUDA back-to-back", "1-64 MiB")],
-}
+#: The keys held to the acceptance.
+ACCEPTED = ("h2d_pinned", "d2h_pinned", "d2d")
+#: (key, model, band) whose median error on the held-out sweeps misses the acceptance.
+MISSED = [("d2d", "CUDA back-to-back", "1-64 MiB")]
+SYSTEMS = ("h200-x2-measured", "hgx-h200", "hgx-h200-2node")
 
 
 def _kind(key):
@@ -58,19 +59,19 @@ def _kind(key):
 
 
 @pytest.fixture(scope="module")
-def runs():
-    return (measurements.copy_latency_run("copies_run1.csv"),
-            measurements.copy_latency_run("copies_run2.csv"))
+def held():
+    return measurements.copy_latency_sweeps(measurements.COPY_HOLDOUT_SWEEPS)
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return pcie.copy_holdout_errors()
 
 
 def band_errors(sizes, model, measured):
-    """{band: (median |err|, max |err|)} of model against measured."""
+    """{band: array of |err|} of model against measured."""
     err = np.abs(model / measured - 1.0)
-    out = {}
-    for name, (lo, hi, _) in BANDS.items():
-        sel = (sizes >= lo) & (sizes < hi)
-        out[name] = (float(np.median(err[sel])), float(np.max(err[sel])))
-    return out
+    return {name: err[(sizes >= lo) & (sizes < hi)] for name, (lo, hi, _) in BANDS.items()}
 
 
 def predictions(key, sizes, system="h200-x2-measured"):
@@ -82,11 +83,26 @@ def predictions(key, sizes, system="h200-x2-measured"):
     return hw, b2b
 
 
-def test_stored_constants_are_the_fit_of_run1(runs):
-    cal = pcie.calibrate_copy_hardware(runs[0])
-    for name in ("h200-x2-measured", "hgx-h200", "hgx-h200-2node"):
+# --- which sweeps are fitted, which held out ----------------------------------------
+def test_fit_and_held_out_sweeps_are_disjoint_and_cover_every_recorded_sweep():
+    fit, hold = set(measurements.COPY_FIT_SWEEPS), set(measurements.COPY_HOLDOUT_SWEEPS)
+    assert not fit & hold and len(fit) == len(hold) == 4
+    raw = Path(gpulab.__file__).parent / "data" / "measurements" / "raw"
+    recorded = {(d, f.name) for d in (measurements.COPY_LATENCY_RUN,
+                                      measurements.COPY_REPEAT_RUN)
+                for f in (raw / d).glob("copies_*.csv")}
+    assert fit | hold == recorded       # a new sweep must be declared one or the other
+
+
+def test_stored_constants_are_the_fit_of_the_fit_sweeps():
+    cal = pcie.calibrate_copy_hardware()
+    assert cal == pcie.calibrate_copy_hardware(
+        measurements.pooled_copy_latency_run(measurements.COPY_FIT_SWEEPS))
+    for name in SYSTEMS:
         hwsec = systems.get(name).copy_hardware
-        assert "copies_run1.csv" in hwsec.source and hwsec.kind == "measured"
+        assert hwsec.kind == "measured"
+        for run, f in measurements.COPY_FIT_SWEEPS + measurements.COPY_HOLDOUT_SWEEPS:
+            assert f"{run}/{f}" in hwsec.source
         for key, v in cal.items():
             p = hwsec.params(key)
             assert p.kind == "measured"
@@ -95,57 +111,164 @@ def test_stored_constants_are_the_fit_of_run1(runs):
             assert p.cuda_issue_s == pytest.approx(v["cuda_issue_s"], rel=2e-3)
             assert p.bandwidth.gb_per_s == pytest.approx(v["bandwidth_gb_per_s"],
                                                          rel=2e-3)
+            assert p.knee_bytes == v.get("knee_bytes")
+            if p.knee_bytes is not None:
+                assert p.bandwidth_above_knee.gb_per_s == pytest.approx(
+                    v["bandwidth_above_knee_gb_per_s"], rel=2e-3)
 
 
-@pytest.mark.parametrize("key", PINNED)
-def test_held_out_run2_meets_the_acceptance_per_band(runs, key):
-    run1, ser = runs[0].series[key], runs[1].series[key]
-    s = ser["size_bytes"]
-    hw, b2b = predictions(key, s)
+@pytest.mark.parametrize("swap", range(4))
+def test_a_fit_that_used_a_held_out_sweep_would_not_match_the_stored_constants(swap):
+    """The check above can fail: swapping any fit sweep for a held-out one changes
+    the stored constants by more than its tolerance."""
+    sweeps = list(measurements.COPY_FIT_SWEEPS)
+    sweeps[swap] = measurements.COPY_HOLDOUT_SWEEPS[swap]
+    cal = pcie.calibrate_copy_hardware(measurements.pooled_copy_latency_run(sweeps))
+    stored = systems.get("hgx-h200").copy_hardware
+    off = [k for k, v in cal.items()
+           if abs(stored.params(k).latency_s / v["latency_s"] - 1) > 2e-3]
+    assert off, sweeps
+
+
+def test_holdout_errors_refuse_a_sweep_the_fit_used(held):
+    fit_sweep = measurements.copy_latency_run(*measurements.COPY_FIT_SWEEPS[0][::-1])
+    for run in (fit_sweep, list(held) + [fit_sweep],
+                measurements.pooled_copy_latency_run(measurements.COPY_FIT_SWEEPS)):
+        with pytest.raises(ValueError, match="used by the fit"):
+            pcie.copy_holdout_errors(run)
+
+
+def test_pooled_run_is_the_median_of_its_sweeps():
+    runs = measurements.copy_latency_sweeps(measurements.COPY_FIT_SWEEPS)
+    pooled = measurements.pooled_copy_latency_run(measurements.COPY_FIT_SWEEPS)
+    assert pooled.sweeps == measurements.COPY_FIT_SWEEPS
+    x = [r.series["d2d"]["b2b_per_copy"][5] for r in runs]
+    # four sweeps: the mean of the middle two
+    assert pooled.series["d2d"]["b2b_per_copy"][5] == pytest.approx(
+        (sorted(x)[1] + sorted(x)[2]) / 2)
+
+
+# --- the model: analytic oracle ------------------------------------------------------
+def _system_with(hw):
+    sys = systems.get("hgx-h200")
+    sec = dataclasses.replace(sys.copy_hardware, copies=(("h2d_pageable", hw),))
+    return dataclasses.replace(sys, copy_hardware=sec)
+
+
+def test_hardware_time_is_latency_plus_size_over_bandwidth():
+    bw = units.Bandwidth.from_gb_per_s(50, "per_direction")
+    slow = units.Bandwidth.from_gb_per_s(10, "per_direction")
+    hw = systems.HardwareCopy(latency_s=5e-6, pipelined_s=2e-6, bandwidth=bw,
+                              cuda_issue_s=4e-6, kind="assumed",
+                              knee_bytes=32 * MiB, bandwidth_above_knee=slow)
+    sys = _system_with(hw)
+    kw = dict(memory="pageable", system=sys)
+    # 1e6 B at 50 GB/s = 20 us, + 5 us
+    assert pcie.copy_latency(1e6, "h2d", **kw) == pytest.approx(25e-6, rel=1e-12)
+    # at the knee still 50 GB/s; above it the whole copy at 10 GB/s
+    assert pcie.copy_latency(32 * MiB, "h2d", **kw) == pytest.approx(
+        5e-6 + 33554432 / 50e9, rel=1e-12)
+    assert pcie.copy_latency(64 * MiB, "h2d", **kw) == pytest.approx(
+        5e-6 + 67108864 / 10e9, rel=1e-12)
+    # CUDA loop: max(issue 4 us, gap 2 us + S / B)
+    assert pcie.copy_time(8, "h2d", caller="cuda", **kw) == pytest.approx(4e-6)
+    assert pcie.copy_time(1e6, "h2d", caller="cuda", **kw) == pytest.approx(22e-6)
+    assert pcie.issue_cost("h2d", **kw) == 4e-6
+    sizes = np.array([1e6, 64 * MiB])
+    assert np.allclose(pcie.copy_latency(sizes, "h2d", **kw),
+                       [25e-6, 5e-6 + 67108864 / 10e9], rtol=1e-12)
+    with pytest.raises(ValueError, match="knee_bytes and bandwidth_above_knee"):
+        systems.HardwareCopy(latency_s=5e-6, pipelined_s=2e-6, bandwidth=bw,
+                             cuda_issue_s=4e-6, kind="assumed", knee_bytes=MiB)
+
+
+# --- held-out errors per band ---------------------------------------------------------
+@pytest.mark.parametrize("key", ACCEPTED)
+def test_held_out_bands_meet_the_acceptance(rows, key):
+    """Pinned h2d/d2h and d2d, hardware model: the median error over the held-out
+    points is within the limit in every band; the largest is within the sweeps' own
+    largest spread + 15 points; at least half the points are within the limit."""
+    mine = [r for r in rows if r["key"] == key]
+    assert [r["band"] for r in mine] == list(BANDS)
+    for r in mine:
+        assert r["points"] == 4 * r["sizes"]
+        assert r["hw_median_pct"] <= r["limit_pct"], r
+        assert r["hw_max_pct"] <= r["noise_max_pct"] + 15, r
+        assert r["hw_within_pct"] >= 50, r
+
+
+def test_the_missed_bands_are_exactly_the_documented_ones(rows):
     missed = []
-    for what, model, meas, again in (
-            ("hardware latency", hw, ser["latency_event"], run1["latency_event"]),
-            ("CUDA back-to-back", b2b, ser["b2b_per_copy"], run1["b2b_per_copy"])):
-        errs = band_errors(s, model, meas)
-        spread = band_errors(s, again, meas)        # run 1 itself against run 2
-        for band, (med, mx) in errs.items():
-            if med > BANDS[band][2]:
-                missed.append((what, band))
-            # never worse than the runs' own disagreement plus 10 points, nor than
-            # 30 % where the model is known to miss (d2d in L2)
-            known = 0.30 if (what, band) in ACCEPTANCE_MISSED.get(key, []) else 0.0
-            assert med <= max(BANDS[band][2], spread[band][0] + 0.10, known), \
-                (key, what, band)
-            assert mx <= max(0.30, spread[band][1] + 0.45), (key, what, band, mx)
-    # where the median misses the acceptance (documented in the module docstring)
-    assert missed == ACCEPTANCE_MISSED.get(key, []), missed
+    for r in rows:
+        if r["key"] in PAGEABLE:
+            continue
+        for what, col in (("hardware latency", "hw"), ("CUDA back-to-back", "cuda")):
+            if r[f"{col}_median_pct"] > r["limit_pct"]:
+                missed.append((r["key"], what, r["band"]))
+    assert missed == MISSED
+
+
+def test_the_fit_on_pooled_sweeps_beats_the_old_single_sweep_fit(held):
+    """The constants stored before (fit on 2026-12-01 run 1 alone) missed d2d
+    64 KiB-1 MiB on these sweeps (median 22 %) and were further off for h2d pinned."""
+    old = {"h2d_pinned": (3.926e-6, 55.45), "d2d": (5.752e-6, 2142.93)}
+    med = {}
+    for key, (alpha, gbps) in old.items():
+        s = np.concatenate([r.series[key]["size_bytes"] for r in held])
+        t = np.concatenate([r.series[key]["latency_event"] for r in held])
+        before = band_errors(s, alpha + s / (gbps * GB), t)["64 KiB-1 MiB"]
+        after = band_errors(s, predictions(key, s)[0], t)["64 KiB-1 MiB"]
+        med[key] = (np.median(before), np.median(after))
+        assert med[key][1] < med[key][0], key
+    assert med["d2d"][0] > 0.15 >= med["d2d"][1]
+
+
+def test_holdout_table_agrees_with_this_files_oracle(held, rows):
+    assert len(rows) == 7 * 4
+    pooled = measurements.pooled_copy_latency_run(measurements.COPY_FIT_SWEEPS)
+    for r in rows:
+        s = np.concatenate([h.series[r["key"]]["size_bytes"] for h in held])
+        ev = np.concatenate([h.series[r["key"]]["latency_event"] for h in held])
+        b2b = np.concatenate([h.series[r["key"]]["b2b_per_copy"] for h in held])
+        ref = np.concatenate([pooled.series[r["key"]]["latency_event"]] * len(held))
+        hw, cu = predictions(r["key"], s)
+        e = band_errors(s, hw, ev)[r["band"]]
+        assert r["hw_median_pct"] == pytest.approx(100 * np.median(e))
+        assert r["hw_max_pct"] == pytest.approx(100 * np.max(e))
+        assert r["hw_within_pct"] == pytest.approx(
+            100 * np.mean(e <= BANDS[r["band"]][2]))
+        assert r["cuda_median_pct"] == pytest.approx(
+            100 * np.median(band_errors(s, cu, b2b)[r["band"]]))
+        assert r["noise_max_pct"] == pytest.approx(
+            100 * np.max(band_errors(s, ref, ev)[r["band"]]))
+        assert r["limit_pct"] == pytest.approx(100 * BANDS[r["band"]][2])
+
+
+# --- pageable ------------------------------------------------------------------------
+def test_pageable_h2d_knee_holds_on_every_sweep_and_d2h_has_none():
+    sweeps = measurements.copy_latency_sweeps(
+        measurements.COPY_FIT_SWEEPS + measurements.COPY_HOLDOUT_SWEEPS)
+    for run in sweeps:
+        cal = pcie.calibrate_copy_hardware(run)
+        assert cal["h2d_pageable"]["knee_bytes"] == 32 * MiB, run.sweeps
+        assert 0.4 < cal["h2d_pageable"]["bandwidth_above_knee_gb_per_s"] \
+            / cal["h2d_pageable"]["bandwidth_gb_per_s"] < 0.75, run.sweeps
+        assert "knee_bytes" not in cal["d2h_pageable"], run.sweeps
+    # pinned copies have no knee in the model (the rule is applied to pageable only)
+    assert "knee_bytes" not in pcie.calibrate_copy_hardware()["h2d_pinned"]
 
 
 @pytest.mark.parametrize("key", PAGEABLE)
-def test_pageable_is_bounded_by_its_run_to_run_spread(runs, key):
-    a, b = runs[0].series[key], runs[1].series[key]
-    s = b["size_bytes"]
-    hw, _ = predictions(key, s)
-    model_err = band_errors(s, hw, b["latency_event"])
-    spread = band_errors(s, a["latency_event"], b["latency_event"])
-    for band in BANDS:
-        # the model is no further from run 2 than run 1 is, plus 40 points
-        assert model_err[band][0] <= spread[band][1] + 0.40, (key, band)
+def test_pageable_is_outside_the_acceptance_because_the_sweeps_differ(rows, key):
+    """From 64 KiB the sweeps themselves differ by more than +-15 % somewhere: no model
+    of this host can promise the acceptance."""
+    mine = [r for r in rows if r["key"] == key and r["limit_pct"] == 15.0]
+    assert any(r["noise_max_pct"] > r["limit_pct"] for r in mine)
+    # and the model is no further from a held-out sweep than 50 % anywhere
+    assert all(r["hw_max_pct"] < 50 for r in rows if r["key"] == key)
 
 
-def test_error_table_of_the_held_out_run(runs):
-    """The table the docs report: median / max error per band, run 2."""
-    rows = []
-    for key in PINNED + PAGEABLE:
-        ser = runs[1].series[key]
-        hw, _ = predictions(key, ser["size_bytes"])
-        errs = band_errors(ser["size_bytes"], hw, ser["latency_event"])
-        rows.append((key, errs))
-    assert len(rows) == 7
-    med_h2d = dict(rows)["h2d_pinned"]
-    assert med_h2d[">= 64 MiB"][0] < 0.02           # bandwidth-bound: within 2 %
-
-
+# --- hardware vs caller -------------------------------------------------------------
 def test_hardware_is_not_the_pytorch_issue_cost():
     # 1 KiB P2P: PyTorch's loop takes 82.5 us per copy; the hardware (assumed) ~6 us
     assert pcie.copy_time(KiB, "p2p") == pytest.approx(82.5e-6, rel=0.01)
@@ -160,9 +283,10 @@ def test_hardware_is_not_the_pytorch_issue_cost():
 
 
 def test_p2p_hardware_is_marked_assumed_and_awaits_a_two_gpu_run():
-    p = pcie.hardware_copy("p2p", system="hgx-h200")
-    assert p.kind == "assumed" and "2-GPU" in p.source
-    assert p.latency_s == pcie.hardware_copy("d2d", system="hgx-h200").latency_s
+    for name in SYSTEMS:
+        p = pcie.hardware_copy("p2p", system=name)
+        assert p.kind == "assumed" and "2-GPU" in p.source and "ASSUMED" in p.source
+        assert p.latency_s == pcie.hardware_copy("d2d", system=name).latency_s
 
 
 def test_systems_without_calibration_refuse_hardware_times():
@@ -179,12 +303,13 @@ def test_hardware_and_cuda_loop_are_monotonic_and_ordered(key, s1, s2):
     kw = dict(memory=memory, direction=direction, system="hgx-h200")
     assert pcie.copy_latency(lo, kind, **kw) <= pcie.copy_latency(hi, kind, **kw)
     hw = pcie.hardware_copy(kind, **kw)
+    rate = hw.bandwidth.bytes_per_s
+    if hw.knee_bytes is not None and hi > hw.knee_bytes:
+        rate = hw.bandwidth_above_knee.bytes_per_s
     t = pcie.copy_time(hi, kind, caller="cuda", **kw)
-    # oracle: max(issue, gap + S / B)
-    assert t == pytest.approx(max(hw.cuda_issue_s,
-                                  hw.pipelined_s + hi / hw.bandwidth.bytes_per_s))
-    assert pcie.copy_latency(hi, kind, **kw) == pytest.approx(
-        hw.latency_s + hi / (hw.bandwidth.gb_per_s * GB))
+    # oracle: max(issue, gap + S / B(S))
+    assert t == pytest.approx(max(hw.cuda_issue_s, hw.pipelined_s + hi / rate))
+    assert pcie.copy_latency(hi, kind, **kw) == pytest.approx(hw.latency_s + hi / rate)
 
 
 @pytest.mark.parametrize("bad, match", [
@@ -200,18 +325,3 @@ def test_bad_combinations(bad, match):
     bad = {"caller": None, **bad}
     with pytest.raises(ValueError, match=match):
         pcie.copy_time(1e6, **{"system": "hgx-h200", **bad})
-
-
-def test_holdout_table_agrees_with_this_files_oracle(runs):
-    rows = pcie.copy_holdout_errors(runs[1])
-    assert len(rows) == 7 * 4
-    for r in rows:
-        ser = runs[1].series[r["key"]]
-        s = ser["size_bytes"]
-        hw, b2b = predictions(r["key"], s)
-        med, mx = band_errors(s, hw, ser["latency_event"])[r["band"]]
-        assert r["hw_median_pct"] == pytest.approx(100 * med)
-        assert r["hw_max_pct"] == pytest.approx(100 * mx)
-        med, _ = band_errors(s, b2b, ser["b2b_per_copy"])[r["band"]]
-        assert r["cuda_median_pct"] == pytest.approx(100 * med)
-        assert r["limit_pct"] == pytest.approx(100 * BANDS[r["band"]][2])
