@@ -42,7 +42,9 @@ Schema of one system (all keys required unless marked optional)::
           h2d_pinned: {latency_s: 3.9e-6, pipelined_s: 2.6e-6,
                        bandwidth_gb_per_s: 55.4, cuda_issue_s: 2.5e-6}
           # also d2h_pinned, h2d_pageable, d2h_pageable, h2d_pinned_both,
-          # d2h_pinned_both, d2d, p2p (each may add its own kind and source)
+          # d2h_pinned_both, d2d, p2p (each may add its own kind and source; a
+          # pageable one may add knee_bytes and bandwidth_above_knee_gb_per_s:
+          # larger copies run, as a whole, at that rate; fitted on the host)
         network:                   # optional: the scale-out path between nodes
           nic: ConnectX-7          # a name from gpulab.specs.nics()
           nics_per_node: 8
