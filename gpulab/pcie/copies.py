@@ -229,9 +229,9 @@ def copy_time(message_bytes, kind="h2d", *, memory="pinned", system="hgx-h200",
     hardware gap :math:`g` plus :math:`S/B`, unless the runtime issues them more
     slowly:
 
-    .. math:: t(S) = \max\left(t_\text{issue}^\text{CUDA},\; g + S / B\right)
+    .. math:: t(S) = \max\left(t_\text{issue}^\text{CUDA},\; g + S / B(S)\right)
 
-    ``caller=None``: :math:`\alpha_\text{hw} + S / B` (:func:`copy_latency`).
+    ``caller=None``: :math:`\alpha_\text{hw} + S / B(S)` (:func:`copy_latency`; :math:`B(S)` has the knee of a pageable copy where the host shows one).
 
     Examples
     --------
