@@ -231,7 +231,8 @@ def copy_time(message_bytes, kind="h2d", *, memory="pinned", system="hgx-h200",
 
     .. math:: t(S) = \max\left(t_\text{issue}^\text{CUDA},\; g + S / B(S)\right)
 
-    ``caller=None``: :math:`\alpha_\text{hw} + S / B(S)` (:func:`copy_latency`; :math:`B(S)` has the knee of a pageable copy where the host shows one).
+    ``caller=None``: :math:`\alpha_\text{hw} + S / B(S)` (:func:`copy_latency`;
+    :math:`B(S)` has the knee of a pageable copy where the host shows one).
 
     Examples
     --------
