@@ -194,3 +194,18 @@ def test_tree_all_reduce_runs_at_nine_tenths_of_the_ring_rate():
 
     assert slope("tree") / slope("ring") == pytest.approx((2 / 0.9) / (2 * 7 / 8),
                                                           rel=1e-9)
+
+
+def test_zero2_reduce_scatters_and_hides_every_micro_batch():
+    # ZeRO-2 on 2 GPUs, 2 micro-batches: one reduce-scatter per micro-batch, each
+    # hidden behind its own backward pass (2/3 of compute / m); the weights are
+    # gathered once, behind one forward pass (1/3 of compute / m)
+    st = step_time(TINY, SYSTEM, (1, 1, 2), global_batch=4, zero=2, mfu=0.5,
+                   dp_overlap=1.0)
+    rs = ctime("reduce_scatter", PARAMS * GRAD_B, 2)
+    ag = ctime("all_gather", PARAMS * WEIGHT_B, 2)
+    assert st.comm.dp_parts == pytest.approx({"reduce_scatter": 2 * rs,
+                                              "all_gather": ag}, rel=REL)
+    fwd, bwd = st.compute / 2 / 3, st.compute / 2 * 2 / 3
+    assert rs > bwd and ag > fwd                 # both budgets bind
+    assert st.dp_comm == pytest.approx(2 * rs - 2 * bwd + ag - fwd, rel=1e-9)
