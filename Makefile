@@ -33,7 +33,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 NBVAL_PATHS       := START.ipynb labs book
 NBVAL_IGNORE_FILE := labs/ignore_testing
 NBVAL_IGNORES      = $(shell if [ -f $(NBVAL_IGNORE_FILE) ]; then sed -e 's/\#.*//' $(NBVAL_IGNORE_FILE) | awk 'NF {print "--ignore=" $$1}'; fi)
-NBVAL_ARGS         = --nbval-lax --nbval-current-env --nbval-sanitize-with labs/nbval_sanitize.cfg $(NBVAL_IGNORES) $(NBVAL_PATHS)
+NBVAL_ARGS         = --nbval-lax --nbval-current-env $(NBVAL_IGNORES) $(NBVAL_PATHS)
 
 .PHONY: help venv chromium vendor book test test-unit test-notebooks test-browser lab \
         chapter-notebooks answers slides pdf wheelhouse \

@@ -243,7 +243,20 @@ def test_model_constant_errors_name_the_path():
     with pytest.raises(ValueError, match="path"):
         C.model_constant("protocols/LL256/bandwidth")
     assert set(C.PROTOCOLS) <= set(C.model_constant("protocols"))
-    assert specs.read_data_text("nccl_model.yaml")
+
+
+@pytest.mark.parametrize("where", ["protocols", "transports/p2p/protocols",
+                                   "transports/shm/protocols"])
+def test_protocol_shares_within_their_payload_fraction(where):
+    """A protocol's bandwidth share cannot beat the data it carries per line: LL
+    sends 4 data bytes with a 4-byte flag in every 8-byte line (<= 1/2), LL128 120
+    data bytes of every 128 (<= 15/16); Simple carries data only (1)."""
+    bound = {"LL": 4 / 8, "LL128": 120 / 128, "Simple": 1.0}
+    shares = {p: v["bandwidth"] for p, v in C.model_constant(where).items()}
+    assert shares and set(shares) <= set(bound)
+    for proto, share in shares.items():
+        assert 0 < share <= bound[proto], (where, proto, share)
+    assert shares.get("Simple", 1.0) == 1.0
 
 
 def test_every_preset_predicts():

@@ -404,4 +404,10 @@ def test_measured_plateaus_match_the_brief():
 
 
 def test_gb_is_decimal():
-    assert pcie.encoded_bandwidth(5).bytes_per_s / GB == pcie.encoded_bandwidth(5).gb_per_s
+    # Gen5 x16 by hand: 32 GT/s x 16 lanes x 128/130 / 8 bits = 63.015... x 1e9 B/s per
+    # direction (GB = 1e9 B, not 2**30: that would print 58.69)
+    bw = pcie.encoded_bandwidth(5)
+    assert bw.direction == "per_direction"
+    assert bw.bytes_per_s == pytest.approx(63.01538461538461e9, rel=1e-12)
+    assert bw.gb_per_s == pytest.approx(63.01538461538461, rel=1e-12)
+    assert GB == 1e9
