@@ -240,3 +240,45 @@ def test_recorded_h200_x2_runs_match_the_cpp_nccl_sweep():
     sweeps = nccltests.read_all(str(Path(measurements.__file__).with_name("data")
                                     / "measurements" / "raw" / run / "bench_default_r1.json"))
     assert [s.collective for s in sweeps][:2] == ["all_reduce", "all_gather"]
+
+
+def test_current_gpu_path_recording_reads_back():
+    """The GPU path as it is now (gpulab/bench/gpu.py, recorded on 1x H200 on
+    2026-12-02): the text output parses as nccl-tests output, the JSON holds the same
+    rows, and each ``# copy`` line agrees with the JSON copies (time as printed,
+    bandwidth = size / time, per direction, GB = 1e9 B)."""
+    import re
+
+    from gpulab import measurements
+    run = "h200-x1-2026-12-02-bench-smoke"
+    text = measurements.raw_capture(run, "smoke.txt")
+    doc = json.loads(measurements.raw_capture(run, "smoke.json"))
+    sweeps = {s.collective: s for s in nccltests.parse_all(text)}
+    assert set(sweeps) == {"all_reduce", "all_gather", "reduce_scatter", "alltoall",
+                           "sendrecv", "broadcast", "reduce"}
+    assert all(s.n_ranks == 1 and (s.wrong == 0).all() for s in sweeps.values())
+    # 8 B .. 32 MiB in x4 steps: 12 sizes per collective, in the text and in the JSON
+    for name, sw in sweeps.items():
+        assert list(sw.size_bytes) == [8 * 4**k for k in range(12)], name
+        rows = [r for r in doc["results"] if r["collective"] == name]
+        assert [r["size_bytes"] for r in rows] == list(sw.size_bytes)
+        np.testing.assert_allclose([r["time_us"] for r in rows], sw.time_s * 1e6,
+                                   rtol=0, atol=0.006)
+    assert doc["meta"]["env"]["NCCL_NVLS_ENABLE"] == "0"
+    assert doc["meta"]["nccl_version"] == "2.28.9"
+    printed = re.findall(r"^# copy (\w+)\s+(\d+) B\s+([\d.]+) us\s+([\d.]+) GB/s "
+                         r"per direction$", text, flags=re.M)
+    copies = doc["meta"]["copies"]
+    assert len(printed) == len(copies) == 24          # h2d and d2h, 12 sizes each
+    for (kind, size, t_us, gbps), c in zip(printed, copies):
+        assert (kind, int(size), c["direction"]) == (c["kind"], c["size_bytes"],
+                                                     "per_direction")
+        assert abs(float(t_us) - c["time_us"]) <= 0.006
+        assert c["bandwidth_GBps"] == pytest.approx(c["size_bytes"] / c["time_us"]
+                                                    / 1e3, rel=1e-9)
+        assert abs(float(gbps) - c["bandwidth_GBps"]) <= 0.006
+    # a 32 MiB pinned copy through PyTorch runs near the link's rate (tens of GB/s),
+    # an 8 B one is dominated by the issue cost (several microseconds)
+    big = {c["kind"]: c for c in copies if c["size_bytes"] == 32 * 2**20}
+    assert all(40 < big[k]["bandwidth_GBps"] < 64 for k in ("h2d", "d2h"))
+    assert all(c["time_us"] > 2 for c in copies if c["size_bytes"] == 8)
