@@ -596,6 +596,11 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
                            np.full(s.shape, "none"), scalar)
     nodes = _domains_used(system, n)
     if nodes > 1:
+        if algorithm in ("nvls", "direct") and collective == "all_reduce":
+            raise ValueError(f"algorithm {algorithm!r} needs all_reduce inside one "
+                             f"NVLink domain; {n} ranks span {nodes} domains of "
+                             f"{system.name!r} (across nodes: 'ring', 'tree', "
+                             "'nvlstree' or 'collnet')")
         # across nodes: NCCL's multi-node algorithms (gpulab.network); the host's
         # time per call is the same launch model as inside a node
         r = network.collective_times(collective, s, n, system, algorithm=algorithm,

@@ -156,12 +156,14 @@ def network_path(system, n_ranks, nvls=True):
     hops = topo["hops_beyond"] if beyond else topo["hops_inside"]
     extra = fab.extra_latency_s + (hops - 1) * fab.switch_hop_s
     if not net.gdr:
-        # staged through host memory: every byte crosses the GPU's PCIe link, and
+        # staged through host memory: a GPU and its NIC share one PCIe uplink (the
+        # PCIe switch of a DGX-style node), which then carries every network byte
+        # twice per direction (sending: GPU to host; receiving: NIC to host), and
         # each network step waits for a device-to-host and a host-to-device copy
         host = pcie.encoded_bandwidth(system.pcie.generation,
                                       system.pcie.lanes).bytes_per_s
         pinned = system.host_copy.params("pinned", "d2h")
-        net_bw = min(net_bw, ppn * host * pinned.efficiency)
+        net_bw = min(net_bw, ppn * host * pinned.efficiency / 2)
         extra += pinned.latency_s + system.host_copy.params("pinned", "h2d").latency_s
     return NetworkPath(nodes, ppn, nics, rate, net_bw, nv_bw, nvls_bw, hops, extra,
                        fab.name, arch, net.gdr, net.sharp, nvswitch, intra)
