@@ -281,3 +281,10 @@ def test_expert_alltoall_bad_input(kwargs, needle):
     with pytest.raises(ValueError) as info:
         par.expert_alltoall_time(**args)
     assert needle in str(info.value)
+
+
+def test_parallelism_cluster_takes_cluster_presets():
+    from gpulab import parallelism as par
+    c = par.cluster("aws-p5", 4)
+    assert c.n_gpus == 32 and c.network.fabric == "efa"
+    assert par.rank_layouts("13b", "dgx-h100-spod", global_batch=64).best is not None
