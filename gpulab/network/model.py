@@ -283,14 +283,18 @@ def _collnet(s, n, p, kind):
 
 def _direct(collective, s, n, p, kind):
     """alltoall / sendrecv across nodes: one network step of NCCL's point-to-point
-    path; bytes bound by the NICs (the share of the sending rank) and NVLink."""
+    path; bytes bound by the NICs and NVLink (alltoall: every rank's traffic to the
+    other nodes through the node's NICs)."""
     lat = _base("ring", "Simple") + _inter_lat(p, "ring", "Simple")
     g = p.ranks_per_node
     if collective == "alltoall":
         t_net = g * (n - g) / n / p.net_bw
         t_nv = (g - 1) / n / p.nvlink_bw
         return lat + s * max(t_net, t_nv)
-    return lat + s / min(p.net_bw / g, p.nvlink_bw)
+    # sendrecv: one rank per node sends across (the next node's first rank); it
+    # has its share of the NICs, and at least one whole NIC where the node has one
+    fab_nic = p.net_bw / max(p.nics, 1e-12) if p.nics >= 1 else p.net_bw
+    return lat + s / min(max(p.net_bw / g, min(fab_nic, p.net_bw)), p.nvlink_bw)
 
 
 def candidates(collective, p, algorithm="auto"):
