@@ -96,6 +96,7 @@ from .comm import (  # noqa: F401
 from .efficiency import (  # noqa: F401
     PRECISIONS,
     layer_efficiency,
+    stage_compute_time,
 )
 from .step import (  # noqa: F401
     bubble_fraction,
@@ -159,6 +160,7 @@ __all__ = [
     "step_communication",
     "PRECISIONS",
     "layer_efficiency",
+    "stage_compute_time",
     "bubble_fraction",
     "StepTime",
     "step_time",

@@ -209,6 +209,25 @@ def test_larger_models_run_closer_to_the_peak_at_tp8():
     assert e[0] < e[1]
 
 
+def test_stage_compute_time_is_flops_over_peak_times_efficiency():
+    """Hand oracle: 8 layers of Narayanan eq. 3 (72 b s h^2 (1 + s/6h) / t) at the
+    shard's layer_efficiency; linear in layers; heads default to hidden / 128."""
+    h, s, b, t = 8192, 4096, 2, 4
+    eff = par.layer_efficiency(h, 64, t, s, b, gpu="H100")
+    flops = 72 * b * s * h**2 * (1 + s / (6 * h)) / t
+    want = 8 * flops / (specs.gpu("H100").fp16_dense_flops * eff)
+    got = par.stage_compute_time(h, 8, s, b, tp=t, gpu="H100")
+    assert got == pytest.approx(want, rel=1e-12)
+    assert par.stage_compute_time(h, 16, s, b, tp=t, gpu="H100") == pytest.approx(2 * got)
+    assert par.stage_compute_time(h, 8, s, b, heads=64, tp=t, gpu="H100") == got
+    # the shape matters: the same FLOPs in thinner layers take longer per FLOP
+    thin = par.stage_compute_time(2048, 8, s, b, tp=8)
+    wide = par.stage_compute_time(16384, 8, s, b)
+    thin_flops = 8 * 72 * b * s * 2048**2 * (1 + s / (6 * 2048)) / 8
+    wide_flops = 8 * 72 * b * s * 16384**2 * (1 + s / (6 * 16384))
+    assert thin / thin_flops > 2 * wide / wide_flops
+
+
 # --- the step model ----------------------------------------------------------------
 def test_explicit_mfu_keeps_the_flat_model():
     m = par.model("13b")
