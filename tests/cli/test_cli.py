@@ -82,13 +82,26 @@ def test_specs_every_table_and_format(table, n, key, fmt):
         assert "source" not in lines[0]
     else:
         assert len(data) == n
-        assert {key, "source", "accessed"} <= set(data[0])
+        assert {key, "kind", "source", "accessed"} <= set(data[0])
         assert all(r["source"] for r in data)
+        assert {r["kind"] for r in data} <= set(specs.KINDS)
 
 
 def test_specs_table_with_sources():
     status, text = run("specs", "pcie", "--sources")
     assert status == 0 and "source" in text.splitlines()[0]
+    assert "kind" in text.splitlines()[0]
+
+
+def test_specs_say_which_numbers_are_derived():
+    """The NVLink symbol rates from NVLink2 on are back-solved from nvidia-smi (derived);
+    the H100 PCIe card's row derives its link count: the CLI shows that, row by row."""
+    _status, text = run("specs", "nvlink", "--format", "json")
+    kinds = {r["generation"]: r["kind"] for r in json.loads(text)}
+    assert kinds[4] == kinds[2] == "derived" and kinds[1] == "spec"
+    _status, text = run("specs", "gpus", "--format", "json")
+    pcie_row = next(r for r in json.loads(text) if r["variant"].startswith("PCIe"))
+    assert pcie_row["kind"] == "derived" and pcie_row["fp16_dense_TFLOPS"] == "756"
 
 
 def test_specs_pcie_x16_matches_the_model():
