@@ -67,6 +67,15 @@ def test_corrected_statement_stays_out(phrase, page):
     assert phrase not in _text(ROOT / page)
 
 
+def test_p2p_reason_does_not_claim_most_platforms():
+    """The unsourced "most platforms do not forward peer traffic" is out of the model's
+    reason too (what gpulab topo and the PCIe chapter's table print for SYS pairs)."""
+    from gpulab import topology
+    ok, why = topology.p2p_possible(topology.layout_a(), "gpu0", "gpu4")
+    assert not ok and why.startswith("SYS")
+    assert "most platforms" not in why and "depends on the CPU" in why
+
+
 def test_nvswitch_history_and_dgx1_relay():
     """DGX-1's link-less peers are relayed by NCCL through another GPU over NVLink (paths.cc,
     PATH_NVB), and NVSwitch first shipped in DGX-2 before DGX A100 replaced the 8-GPU mesh."""
