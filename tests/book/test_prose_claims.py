@@ -95,6 +95,11 @@ def test_line_rate_is_the_data_rate():
     assert line.bytes_per_s == pytest.approx(spec)
     assert nv4.nvidia_smi_link_gb_per_s * nv4.links_per_gpu * units.GB > spec
     assert "**Line rate**, in this course" in _text(ROOT / "book" / "nvlink.md")
+    # the glossary gives the same definition (it used to call the line rate the raw rate)
+    from gpulab import course
+    term = next(t for t in course.glossary() if t.key == "line-rate")
+    assert "data rate" in term.definition and "per-direction" in term.definition
+    assert not term.definition.startswith("The raw signalling rate")
 
 
 def test_nccl_source_constants_are_labelled_as_nccls():
