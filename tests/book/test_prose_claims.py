@@ -102,6 +102,14 @@ def test_line_rate_is_the_data_rate():
     assert not term.definition.startswith("The raw signalling rate")
 
 
+def test_glossary_nvls_is_not_allreduce_only():
+    """NCCL has NVLS kernels for AllReduce, AllGather and ReduceScatter (generate.py)."""
+    from gpulab import course
+    term = next(t for t in course.glossary() if t.key == "nvls")
+    for name in ("AllReduce", "AllGather", "ReduceScatter"):
+        assert name in term.definition
+
+
 def test_nccl_source_constants_are_labelled_as_nccls():
     """The book quotes NCCL's own latencies from data (tuning.cc), never the course's fit."""
     ring8 = (collectives.model_constant("nccl_source/ring_ll_base_latency_s")
