@@ -6,7 +6,7 @@ from __future__ import annotations
 import altair as alt
 
 from .base import Control, build
-from .. import links, pcie, scaling, specs, topology, units
+from .. import links, parallelism, pcie, specs, topology, units
 
 #: Lane counts and maximum payload sizes of the PCIe chart. [lanes], [B]
 PCIE_LANES = (1, 2, 4, 8, 16)
@@ -89,14 +89,14 @@ PIPELINE_DTYPES = (("FP32", 4), ("BF16", 2), ("FP8", 1))
 
 
 def pipeline_chart(hidden=4096, seq_len=4096, micro_batch=1, dtype="BF16", *,
-                   gpu="H100", stage_params=1.75e9):
+                   gpu="H100", stage_layers=8):
     """Activation transfer (and its gradient back) between two pipeline stages per
     micro-batch, for four reference placements. Each transfer is
     :func:`gpulab.links.transfer_time` with the path's
     :func:`gpulab.topology.path_latency` and :func:`gpulab.topology.bottleneck_bandwidth`
     times the share of the transport NCCL picks (:func:`gpulab.pcie.transport_shares`); compute per
-    micro-batch from :func:`gpulab.scaling.data_parallel_step` for ``stage_params`` on
-    ``gpu``. Precomputed over :data:`PIPELINE_HIDDEN`, :data:`PIPELINE_SEQ_LENS`,
+    micro-batch from :func:`gpulab.parallelism.stage_compute_time` for ``stage_layers``
+    GPT layers of the chosen hidden size on ``gpu``. Precomputed over :data:`PIPELINE_HIDDEN`, :data:`PIPELINE_SEQ_LENS`,
     :data:`PIPELINE_MICRO_BATCHES` and :data:`PIPELINE_DTYPES`."""
     servers = {"A": topology.layout_a(), "B": topology.layout_b(),
                "nvswitch": topology.nvswitch_node("H200")}
@@ -119,8 +119,8 @@ def pipeline_chart(hidden=4096, seq_len=4096, micro_batch=1, dtype="BF16", *,
 
     def point(hidden, seq_len, micro_batch, dtype):
         message = micro_batch * seq_len * hidden * dtypes[dtype]
-        compute = scaling.data_parallel_step(gpu, 1, stage_params,
-                                             micro_batch * seq_len).compute_time
+        compute = parallelism.stage_compute_time(hidden, stage_layers, seq_len,
+                                                 micro_batch, gpu=gpu)
         rows, lines = [], []
         for label, cls, transport, latency, achieved in paths:
             t = 2 * links.transfer_time(message, latency, achieved)
@@ -142,4 +142,5 @@ def pipeline_chart(hidden=4096, seq_len=4096, micro_batch=1, dtype="BF16", *,
 
     return build("pipeline", "Pipeline-stage transfers by placement", controls, point,
                  plot, height=120,
-                 note=f"compute for {stage_params / 1e9:g}B parameters per stage on {gpu}")
+                 note=f"compute: {stage_layers} layers per stage on {gpu}, at the "
+                      "layer shape's modelled efficiency")

@@ -34,6 +34,7 @@ fmt)``; this package only assembles the parser and runs it.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .. import __version__
@@ -75,3 +76,9 @@ def main(argv=None, out=None):
         return args.func(args, out)
     except ValueError as exc:
         parser.exit(2, f"gpulab {args.command}: error: {exc}\n")
+    except BrokenPipeError:
+        # the reader closed the pipe (`gpulab specs gpus | head`): stop quietly, and point
+        # stdout at /dev/null so that Python's exit flush does not raise again
+        if out is sys.stdout:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

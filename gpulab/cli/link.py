@@ -11,7 +11,8 @@ from .base import emit, name_flag
 def register(sub, fmt):
     """Add ``gpulab link`` to the ``gpulab`` parser."""
     s = sub.add_parser("link", help="SerDes arithmetic for one link and one GPU")
-    s.add_argument("--generation", type=int, help="NVLink generation preset (1-5)")
+    s.add_argument("--generation", type=int,
+                   help="NVLink generation preset (1-5); the other flags override it")
     s.add_argument("--baud", type=float, help="symbol rate per lane [GBd]")
     s.add_argument("--bits", type=int, help="bits per symbol (NRZ 1, PAM4 2)")
     s.add_argument("--lanes", type=int, help="lanes per direction per link")
@@ -21,6 +22,15 @@ def register(sub, fmt):
     s.set_defaults(func=_cmd_link)
 
 
+def _baud(gbaud):
+    """--baud [GBd] in Bd, refusing a finite value that overflows on conversion."""
+    baud = gbaud * 1e9
+    if math.isfinite(gbaud) and not math.isfinite(baud):
+        raise ValueError(f"--baud (symbol_rate): {gbaud:g} GBd is beyond a "
+                         "float's range in Bd; give a real symbol rate")
+    return baud
+
+
 _LINK_FLAGS = {"symbol_rate": "--baud", "bits_per_symbol": "--bits",
                "lanes_per_direction": "--lanes", "coding_efficiency": "--coding",
                "n_links": "--links"}
@@ -28,8 +38,11 @@ _LINK_FLAGS = {"symbol_rate": "--baud", "bits_per_symbol": "--bits",
 
 def _cmd_link(args, out):
     if args.generation is not None:
+        # the preset fills in what the flags do not give; a flag always wins
         g = specs.nvlink(args.generation)
-        baud, bits, lanes = g.symbol_rate, g.bits_per_symbol, g.lanes_per_direction
+        baud = g.symbol_rate if args.baud is None else _baud(args.baud)
+        bits = g.bits_per_symbol if args.bits is None else args.bits
+        lanes = g.lanes_per_direction if args.lanes is None else args.lanes
         coding = g.coding_efficiency if args.coding is None else args.coding
         n_links = g.links_per_gpu if args.links is None else args.links
     else:
@@ -37,10 +50,7 @@ def _cmd_link(args, out):
         if missing:
             raise ValueError("give --generation, or all of --baud --bits --lanes "
                              f"(missing: {', '.join('--' + m for m in missing)})")
-        baud, bits, lanes = args.baud * 1e9, args.bits, args.lanes
-        if math.isfinite(args.baud) and not math.isfinite(baud):
-            raise ValueError(f"--baud (symbol_rate): {args.baud:g} GBd is beyond a "
-                             "float's range in Bd; give a real symbol rate")
+        baud, bits, lanes = _baud(args.baud), args.bits, args.lanes
         coding = 1.0 if args.coding is None else args.coding
         n_links = 1 if args.links is None else args.links
     try:

@@ -11,7 +11,8 @@ def register(sub, fmt):
     s = sub.add_parser("specs", help="print hardware tables with sources")
     s.add_argument("table", choices=("gpus", "nvlink", "pcie"))
     s.add_argument("--sources", action="store_true",
-                   help="include source and accessed columns in the table format")
+                   help="include kind (spec / measured / derived / assumed), source and "
+                        "accessed columns in the table format")
     s.add_argument("--format", **fmt)
     s.set_defaults(func=_cmd_specs)
 
@@ -27,7 +28,8 @@ def _specs_rows(table, with_source):
                  "nvlink": f"NVLink{g.nvlink_generation} x{g.nvlink_links}",
                  "nvlink_GBps_per_direction":
                      f"{links.nvlink_gpu_bandwidth(g.nvlink_generation, g.nvlink_links).gb_per_s:g}",
-                 "source": g.source, "accessed": g.accessed} for g in specs.gpus()]
+                 "kind": g.kind, "source": g.source, "accessed": g.accessed}
+                for g in specs.gpus()]
     elif table == "nvlink":
         rows = []
         for g in specs.nvlink_generations():
@@ -41,7 +43,7 @@ def _specs_rows(table, with_source):
                 "links": g.links_per_gpu,
                 "gpu_GBps_per_direction": f"{gpu.gb_per_s:g}",
                 "gpu_GBps_bidirectional": f"{gpu.to_bidirectional().gb_per_s:g}",
-                "source": g.source, "accessed": g.accessed})
+                "kind": g.kind, "source": g.source, "accessed": g.accessed})
     else:
         rows = []
         for g in specs.pcie_generations():
@@ -50,9 +52,10 @@ def _specs_rows(table, with_source):
                          "GT_per_s": f"{g.transfer_rate_gt_per_s:g}",
                          "encoding": g.encoding,
                          "x16_GBps_per_direction": f"{x16.gb_per_s:.2f}",
-                         "source": g.source, "accessed": g.accessed})
+                         "kind": g.kind, "source": g.source, "accessed": g.accessed})
     if not with_source:
         for r in rows:
+            r.pop("kind")
             r.pop("source")
             r.pop("accessed")
     return rows

@@ -98,6 +98,7 @@ from .comm import (  # noqa: F401
 from .efficiency import (  # noqa: F401
     PRECISIONS,
     layer_efficiency,
+    stage_compute_time,
 )
 from .step import (  # noqa: F401
     bubble_fraction,
@@ -163,6 +164,7 @@ __all__ = [
     "step_communication",
     "PRECISIONS",
     "layer_efficiency",
+    "stage_compute_time",
     "bubble_fraction",
     "StepTime",
     "step_time",

@@ -223,6 +223,63 @@ def layer_efficiency(hidden, heads, tp, seq_len, micro_batch, *, gpu="H200",
     return narayanan_shard_flops(h, t, s, b) / (time * peak)
 
 
+#: Head dimension of the measured layer shards (``heads = hidden / HEAD_DIM`` by default).
+HEAD_DIM = 128
+
+
+def stage_compute_time(hidden, layers, seq_len, micro_batch, *, heads=None, tp=1,
+                       gpu="H200", precision="bf16"):
+    r"""Forward + backward time of one micro-batch through one pipeline stage. [s]
+
+    ``layers`` GPT layers of one TP shard each (hidden, heads, tp as in
+    :func:`layer_efficiency`): their Narayanan et al. (2021, eq. 3) FLOPs divided by the
+    GPU's dense peak in ``precision`` times :func:`layer_efficiency` of that shape,
+
+    .. math::
+
+        T_\text{stage} = L_\text{stage}\,\frac{72\,b s h^2 (1 + s/(6h))/t}
+            {P\,\eta(h, t, s, b)}.
+
+    No logits or embedding layer, no recomputation, no communication: a middle stage.
+
+    Parameters
+    ----------
+    hidden, tp, seq_len, micro_batch, gpu, precision
+        As in :func:`layer_efficiency`.
+    layers : int
+        GPT layers in the stage.
+    heads : int, optional
+        Attention heads; default ``hidden / HEAD_DIM`` (head dimension 128, as measured).
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Examples
+    --------
+    A 7B-like model (h = 4096, 32 heads, 32 layers) in four stages, one 4096-token
+    sequence per micro-batch, on H100: 8 layers.
+
+    >>> t = stage_compute_time(4096, 8, 4096, 1, gpu="H100")
+    >>> flops = 8 * narayanan_shard_flops(4096, 1, 4096, 1)
+    >>> round(flops / (t * specs.gpu("H100").fp16_dense_flops), 3) == round(
+    ...     layer_efficiency(4096, 32, 1, 4096, 1, gpu="H100"), 3)
+    True
+    """
+    n = check_int("layers", layers, low=1, high=10**5)
+    if heads is None:
+        h = check_int("hidden", hidden, low=HEAD_DIM, high=10**7)
+        if h % HEAD_DIM:
+            raise ValueError(f"hidden must be a multiple of {HEAD_DIM} (the head "
+                             f"dimension) when heads is not given; got {h}")
+        heads = h // HEAD_DIM
+    eff = layer_efficiency(hidden, heads, tp, seq_len, micro_batch, gpu=gpu,
+                           precision=precision)
+    flops = narayanan_shard_flops(hidden, tp, seq_len, micro_batch)
+    return n * flops / (peak_flops(specs.gpu(gpu), precision) * eff)
+
+
 def spec_shard_efficiency(m, tp, seq_len, micro_batch, gpu_spec, precision, layer_flops):
     """Efficiency of one shard of preset ``m``'s layer: its own shapes (GQA, SwiGLU),
     ``layer_flops`` (per layer, no recompute, whole layer) over shard time x peak."""

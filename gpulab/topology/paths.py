@@ -361,8 +361,9 @@ def p2p_possible(topo, a, b, *, acs_enabled=False, iommu="off"):
       #42) and to turn the IOMMU off or to passthrough (#43).
     * Through a root complex (``PHB``/``NODE``): possible where the CPU forwards
       peer traffic, at lower bandwidth (#41).
-    * Across sockets (``SYS``): no; many platforms do not forward P2P over
-      UPI/Infinity Fabric and NCCL does not try by default (#37).
+    * Across sockets (``SYS``): no. Whether a platform forwards P2P over
+      UPI/Infinity Fabric depends on the CPU and chipset (no vendor-neutral rule is
+      published), and NCCL does not try by default (``NCCL_P2P_LEVEL`` PXB, #37).
 
     Examples
     --------
@@ -384,8 +385,9 @@ def p2p_possible(topo, a, b, *, acs_enabled=False, iommu="off"):
         return True, (f"{cls}: NVLink peer access; PCIe ACS and the IOMMU do not "
                       "apply")
     if cls == "SYS":
-        return False, ("SYS: the path crosses the CPU-to-CPU link; most platforms "
-                       "do not forward PCIe peer traffic between sockets")
+        return False, ("SYS: the path crosses the CPU-to-CPU link; whether peer traffic "
+                       "is forwarded between sockets depends on the CPU and chipset, and "
+                       "the model does not count on it")
     if iommu == "on":
         return False, (f"{cls}: IOMMU translation sends peer requests to the root "
                        "complex (slow or hangs); set the IOMMU off or to passthrough")

@@ -9,7 +9,8 @@ import functools
 
 import ipywidgets as W
 from .base import Explorer, PNGView, gpu_label
-from .. import links, measurements, pcie, plotting, scaling, specs, topology, units
+from .. import (links, measurements, parallelism, pcie, plotting, specs, topology,
+               units)
 
 
 def _h200_pinned_h2d():
@@ -276,7 +277,7 @@ class _PipelineExplorer(Explorer):
 
 def pipeline_explorer(hidden=4096, seq_len=4096, micro_batch=1, dtype_bytes=2,
                       layout="A", pair=("gpu3", "gpu4"), n_micro_batches=8,
-                      compute_ms=None, *, gpu="H100", stage_params=1.75e9):
+                      compute_ms=None, *, gpu="H100", stage_layers=8):
     """Cost of the activation transfer between two consecutive pipeline stages.
 
     Per micro-batch, stage k sends ``micro_batch x seq_len x hidden x
@@ -291,17 +292,17 @@ def pipeline_explorer(hidden=4096, seq_len=4096, micro_batch=1, dtype_bytes=2,
     outlined (a fifth bar is added if none does).
 
     ``compute_ms`` (forward + backward of one micro-batch through one stage)
-    defaults to :func:`gpulab.scaling.data_parallel_step` for ``stage_params``
-    parameters and ``micro_batch x seq_len`` tokens on ``gpu`` (a 7B-parameter
-    model in four stages on H100 by default).
+    defaults to :func:`gpulab.parallelism.stage_compute_time` for ``stage_layers``
+    GPT layers of width ``hidden`` (head dimension 128) and ``micro_batch x seq_len``
+    tokens on ``gpu``, at the compute efficiency of that layer shape (a 7B-like model,
+    32 layers in four stages, on H100 by default).
     """
     if layout not in PIPELINE_LAYOUTS:
         raise ValueError(f"layout must be one of {', '.join(PIPELINE_LAYOUTS)}; "
                          f"got {layout!r}")
     if compute_ms is None:
-        step = scaling.data_parallel_step(gpu, 1, stage_params,
-                                          micro_batch * seq_len)
-        compute_ms = step.compute_time / units.MS
+        compute_ms = parallelism.stage_compute_time(
+            hidden, stage_layers, seq_len, micro_batch, gpu=gpu) / units.MS
     # on the slider's 0.1 ms grid: the browser would round any other value and
     # send it back as a change
     if isinstance(compute_ms, bool) or not isinstance(compute_ms, (int, float)) \

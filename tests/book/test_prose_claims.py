@@ -56,11 +56,33 @@ def test_source_article_is_identified_once():
     ("most platforms do not forward peer traffic", "book/pcie.md"),
     ("takes the switch's single uplink\ntwice", "book/pcie.md"),
     ("served through host memory over one PCIe Gen3", "book/nvswitch.md"),
+    ("have no link fall back to PCIe", "book/nvswitch.md"),
+    ("raw per-direction line rate", "book/nvlink.md"),
+    ("per-link line rate", "book/nvlink.md"),
+    ("course-wide end-to-end assumption", "book/tensor_parallel.md"),
     ("about the same time", "book/tensor_parallel.md"),
     ("physically impossible ({ref}`ch-pcie`)", "book/nvlink_roi.md"),
 ])
 def test_corrected_statement_stays_out(phrase, page):
     assert phrase not in _text(ROOT / page)
+
+
+def test_p2p_reason_does_not_claim_most_platforms():
+    """The unsourced "most platforms do not forward peer traffic" is out of the model's
+    reason too (what gpulab topo and the PCIe chapter's table print for SYS pairs)."""
+    from gpulab import topology
+    ok, why = topology.p2p_possible(topology.layout_a(), "gpu0", "gpu4")
+    assert not ok and why.startswith("SYS")
+    assert "most platforms" not in why and "depends on the CPU" in why
+
+
+def test_nvswitch_history_and_dgx1_relay():
+    """DGX-1's link-less peers are relayed by NCCL through another GPU over NVLink (paths.cc,
+    PATH_NVB), and NVSwitch first shipped in DGX-2 before DGX A100 replaced the 8-GPU mesh."""
+    text = re.sub(r"\s+", " ", _text(ROOT / "book" / "nvswitch.md"))
+    assert "PATH_NVB" in text and "over NVLink" in text
+    first = text.index("first shipped in the DGX-2")
+    assert first < text.index("A100 then replaced the mesh")
 
 
 def test_line_rate_is_the_data_rate():
@@ -73,6 +95,19 @@ def test_line_rate_is_the_data_rate():
     assert line.bytes_per_s == pytest.approx(spec)
     assert nv4.nvidia_smi_link_gb_per_s * nv4.links_per_gpu * units.GB > spec
     assert "**Line rate**, in this course" in _text(ROOT / "book" / "nvlink.md")
+    # the glossary gives the same definition (it used to call the line rate the raw rate)
+    from gpulab import course
+    term = next(t for t in course.glossary() if t.key == "line-rate")
+    assert "data rate" in term.definition and "per-direction" in term.definition
+    assert not term.definition.startswith("The raw signalling rate")
+
+
+def test_glossary_nvls_is_not_allreduce_only():
+    """NCCL has NVLS kernels for AllReduce, AllGather and ReduceScatter (generate.py)."""
+    from gpulab import course
+    term = next(t for t in course.glossary() if t.key == "nvls")
+    for name in ("AllReduce", "AllGather", "ReduceScatter"):
+        assert name in term.definition
 
 
 def test_nccl_source_constants_are_labelled_as_nccls():
@@ -83,6 +118,8 @@ def test_nccl_source_constants_are_labelled_as_nccls():
     assert ring8 == pytest.approx(15.0e-6)
     assert collectives.model_constant("nccl_source/nvls_nvlink_latency_s") == pytest.approx(25e-6)
     assert collectives.model_constant("nccl_source/nvls_off_max_gpus_2_28_3") == 2
+    # nvls.cc: "gpuCount <= 2" at v2.28.3-1, "gpuCount < 2" from v2.28.7-1 on
+    assert collectives.model_constant("nccl_source/nvls_off_max_gpus_2_28_7") == 1
     assert set(collectives.model_constant("nccl_source/nvls_collectives")) == {
         "all_reduce", "all_gather", "reduce_scatter"}
     assert specs.assumption_record("nccl", "nccl_source")["kind"] == "spec"
@@ -145,3 +182,46 @@ def test_nvls_threshold_is_an_observation_not_nccls_rule():
         for wrong in ("NCCL uses NVLS from", "NCCL enables NVLS from", "NVLS from 5",
                       "NVLS from five", "NVLS needs at least", "NCCL disables NVLS below"):
             assert wrong not in text, (page.name, wrong)
+
+
+# A number with a hardware unit, written out in prose (not a {glue} role, not in a code
+# cell). Message sizes (KiB, MiB, GiB) are scenario choices, not hardware facts, and are
+# not matched; neither are the article's own numbers quoted without a unit.
+TYPED = re.compile(r"(?<![\w.`{-])(\d[\d,]*(?:\.\d+)?)\s?(GB/s|TB/s|GB|TFLOP/s|TFLOPS|µs|ns"
+                   r"|ms|GT/s|Gb/s|GBd|W)(?![\w/])")
+CODE_CELL = re.compile(r"```\{code-cell\}.*?```", re.S)
+
+
+def _typed_numbers(page):
+    prose = CODE_CELL.sub("", _text(page))
+    return [(m.group(0), float(m.group(1).replace(",", "")), m.group(2))
+            for m in TYPED.finditer(prose)]
+
+
+def test_numbers_typed_in_the_book_are_rows_of_the_data_tables():
+    """intro.md says the only numbers written out in the prose are spec-sheet facts that
+    name the hardware, each a row of the data tables: every number with a hardware unit
+    typed in a book page must equal one of these values, computed from the tables."""
+    nv4 = specs.nvlink(4)
+    allowed = {
+        ("GB/s", nv4.nominal_link_bandwidth.to_bidirectional().bytes_per_s
+         * nv4.links_per_gpu / units.GB),                        # NVLink4 per GPU, bidir
+        ("GB", specs.gpu("H100").memory_bytes / units.GB),        # H100 SXM 80 GB
+        ("GB", specs.gpu("H200").memory_bytes / units.GB),        # H200 SXM 141 GB
+        ("Gb/s", specs.nic("ConnectX-7").line_rate.bytes_per_s * 8 / 1e9),   # NDR port
+    }
+    assert allowed == {("GB/s", 900), ("GB", 80), ("GB", 141), ("Gb/s", 400)}
+    stray = [f"{page.relative_to(ROOT)}: {text!r}"
+             for page in PAGES for text, value, unit in _typed_numbers(page)
+             if (unit, value) not in allowed]
+    assert not stray, stray
+
+
+def test_typed_number_scan_finds_typed_numbers(tmp_path):
+    """The scan above can fail: it sees a typed rate and skips glued ones and code cells."""
+    page = tmp_path / "probe.md"
+    page.write_text("A link of 450 GB/s per direction, {glue:text}`x:.0f` GB/s, "
+                    "and 141GB.\n```{code-cell} ipython3\nx = '3 µs'\n```\n",
+                    encoding="utf-8")
+    assert [(t, u) for t, _v, u in _typed_numbers(page)] == [
+        ("450 GB/s", "GB/s"), ("141GB", "GB")]

@@ -82,13 +82,26 @@ def test_specs_every_table_and_format(table, n, key, fmt):
         assert "source" not in lines[0]
     else:
         assert len(data) == n
-        assert {key, "source", "accessed"} <= set(data[0])
+        assert {key, "kind", "source", "accessed"} <= set(data[0])
         assert all(r["source"] for r in data)
+        assert {r["kind"] for r in data} <= set(specs.KINDS)
 
 
 def test_specs_table_with_sources():
     status, text = run("specs", "pcie", "--sources")
     assert status == 0 and "source" in text.splitlines()[0]
+    assert "kind" in text.splitlines()[0]
+
+
+def test_specs_say_which_numbers_are_derived():
+    """The NVLink symbol rates from NVLink2 on are back-solved from nvidia-smi (derived);
+    the H100 PCIe card's row derives its link count: the CLI shows that, row by row."""
+    _status, text = run("specs", "nvlink", "--format", "json")
+    kinds = {r["generation"]: r["kind"] for r in json.loads(text)}
+    assert kinds[4] == kinds[2] == "derived" and kinds[1] == "spec"
+    _status, text = run("specs", "gpus", "--format", "json")
+    pcie_row = next(r for r in json.loads(text) if r["variant"].startswith("PCIe"))
+    assert pcie_row["kind"] == "derived" and pcie_row["fp16_dense_TFLOPS"] == "756"
 
 
 def test_specs_pcie_x16_matches_the_model():
@@ -133,8 +146,37 @@ def test_link_custom_serdes():
     assert rows[2]["value"] == "450 GB/s per direction"
 
 
+@pytest.mark.parametrize("flag, value, lane_gbit, link_gb", [
+    # NVLink4 preset: PAM4 x 53.125 GBd = 106.25 Gb/s per lane, 2 lanes x 16/17 = 25 GB/s
+    ("--baud", "106.25", 212.5, 50),          # twice the symbol rate: twice everything
+    ("--bits", "1", 53.125, 12.5),            # NRZ instead of PAM4: half
+    ("--lanes", "4", 106.25, 50),             # twice the lanes: twice the link
+])
+def test_link_flags_override_the_generation_preset(flag, value, lane_gbit, link_gb):
+    """A flag given with --generation replaces the preset's value (it used to be ignored
+    silently for --baud, --bits and --lanes)."""
+    status, text = run("link", "--generation", "4", flag, value, "--format", "json")
+    rows = json.loads(text)
+    assert status == 0
+    assert rows[0]["value"] == f"{lane_gbit:g} Gb/s"
+    assert rows[1]["value"] == f"{link_gb:g} GB/s per direction"
+
+
+class _ClosedPipe(io.StringIO):
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_output_into_a_closed_pipe_stops_quietly():
+    """`gpulab specs gpus --format json | head -1`: the reader closes the pipe; the command
+    stops with status 1 instead of a BrokenPipeError traceback."""
+    assert cli.main(["specs", "gpus", "--format", "json"], out=_ClosedPipe()) == 1
+
+
 @pytest.mark.parametrize("argv, needle", [
     (["link"], "give --generation, or all of --baud --bits --lanes"),
+    (["link", "--generation", "4", "--baud", "1e308"],
+     "--baud (symbol_rate): 1e+308 GBd is beyond a float's range"),
     (["link", "--baud", "50"], "missing: --bits, --lanes"),
     (["link", "--generation", "9"], "generation must be an integer in [1, 5]"),
     (["link", "--generation", "four"], "argument --generation: invalid int value"),

@@ -23,3 +23,18 @@ CASES = [
          exempt={p: "covered by the row above" for p in
                  ("hidden", "heads", "tp", "seq_len", "micro_batch", "gpu")}),
 ]
+CASES += [
+    Case(par.stage_compute_time,
+         {"hidden": 4096, "layers": 8, "seq_len": 4096, "micro_batch": 1, "heads": 32,
+          "tp": 1, "gpu": "H100", "precision": "bf16"},
+         {"hidden": INT(1, 10**7), "layers": INT(1, 10**5),
+          "heads": [v for v in INT(1, 4096) if v is not None] + [48],
+          "tp": INT(1, 32) + [3], "seq_len": INT(1, 10**8),
+          "micro_batch": INT(1, 10**6), "gpu": CHOICE("h100", "H100 SXM"),
+          "precision": CHOICE("BF16", "fp16")}),
+    Case(par.stage_compute_time,
+         {"hidden": 4096, "layers": 8, "seq_len": 4096, "micro_batch": 1},
+         {"hidden": [100, 4000, 64]},
+         exempt={p: "covered by the row above" for p in
+                 ("layers", "seq_len", "micro_batch", "heads", "tp", "gpu", "precision")}),
+]

@@ -209,6 +209,25 @@ def test_larger_models_run_closer_to_the_peak_at_tp8():
     assert e[0] < e[1]
 
 
+def test_stage_compute_time_is_flops_over_peak_times_efficiency():
+    """Hand oracle: 8 layers of Narayanan eq. 3 (72 b s h^2 (1 + s/6h) / t) at the
+    shard's layer_efficiency; linear in layers; heads default to hidden / 128."""
+    h, s, b, t = 8192, 4096, 2, 4
+    eff = par.layer_efficiency(h, 64, t, s, b, gpu="H100")
+    flops = 72 * b * s * h**2 * (1 + s / (6 * h)) / t
+    want = 8 * flops / (specs.gpu("H100").fp16_dense_flops * eff)
+    got = par.stage_compute_time(h, 8, s, b, tp=t, gpu="H100")
+    assert got == pytest.approx(want, rel=1e-12)
+    assert par.stage_compute_time(h, 16, s, b, tp=t, gpu="H100") == pytest.approx(2 * got)
+    assert par.stage_compute_time(h, 8, s, b, heads=64, tp=t, gpu="H100") == got
+    # the shape matters: the same FLOPs in thinner layers take longer per FLOP
+    thin = par.stage_compute_time(2048, 8, s, b, tp=8)
+    wide = par.stage_compute_time(16384, 8, s, b)
+    thin_flops = 8 * 72 * b * s * 2048**2 * (1 + s / (6 * 2048)) / 8
+    wide_flops = 8 * 72 * b * s * 16384**2 * (1 + s / (6 * 16384))
+    assert thin / thin_flops > 2 * wide / wide_flops
+
+
 # --- the step model ----------------------------------------------------------------
 def test_explicit_mfu_keeps_the_flat_model():
     m = par.model("13b")
@@ -242,3 +261,31 @@ def test_fp8_step_uses_the_fp8_peak():
     # 4.72 ms for 4096 tokens in layer_fit.csv), and the model says so too
     assert st_.compute > bf.compute
     assert st_.mfu < bf.mfu / 2           # measured against twice the peak
+
+
+# --- where the flat MFU may still appear ------------------------------------------------
+FLAT_MFU = ("data_parallel_step", 'assumption("mfu")', "breakeven_tokens_per_gpu")
+# each file that may use the flat MFU, and why it is fine there
+FLAT_MFU_ALLOWED = {
+    "gpulab/scaling.py": "the data-parallel break-even model itself",
+    "gpulab/widgets/scaling.py": "the scaling explorer (MFU is one of its sliders)",
+    "gpulab/charts/scaling.py": "the scaling chart (same)",
+    "gpulab/parallelism/model.py": "the accessor behind step_time's mfu= override",
+    "book/why_interconnect.md": "the scaling chapter, where it is a stated assumption",
+    "book/tensor_parallel.md": "the contrast: what the flat value would get wrong",
+    "labs/lab01_link_math.ipynb": "the scaling chapter's lab",
+}
+
+
+def test_flat_mfu_is_used_only_where_it_is_a_stated_assumption():
+    """The layout, step, pipeline and purchase models compute efficiency from the shape;
+    a new use of the flat MFU must be added here with its reason."""
+    root = Path(__file__).resolve().parents[2]
+    files = [*root.glob("gpulab/**/*.py"), *root.glob("book/*.md"), root / "intro.md",
+             *root.glob("labs/*.ipynb")]
+    users = {str(f.relative_to(root)) for f in files
+             if any(s in f.read_text(encoding="utf-8") for s in FLAT_MFU)}
+    assert users <= set(FLAT_MFU_ALLOWED), sorted(users - set(FLAT_MFU_ALLOWED))
+    assert "gpulab/widgets/pcie.py" not in users and "gpulab/charts/pcie.py" not in users
+    why = (root / "book/why_interconnect.md").read_text(encoding="utf-8")
+    assert "A stated assumption: one flat MFU" in why

@@ -393,7 +393,7 @@ def _pcie_pipeline():
     gen5 = pcie.encoded_bandwidth(5, 16)
     hidden, seq, mb, dtype_bytes = 4096, 4096, 1, 2
     act = mb * seq * hidden * dtype_bytes
-    t_stage = scaling.data_parallel_step("H100", 1, 7e9 / 4, mb * seq).compute_time
+    t_stage = par.stage_compute_time(hidden, 8, seq, mb, gpu="H100")
     eta = {"P2P/NVLink": pcie.copy_bandwidth("p2p", system="hgx-h200")
            / links.nvlink_gpu_bandwidth(4),
            "P2P/PCIe": pcie.copy_bandwidth("p2p", system="h100-pcie") / gen5,
@@ -703,13 +703,13 @@ def _ns_tp():
     spec, seq = par.model("70b"), 4096
     msg = _ns_tp_message()
     peak = specs.gpu("H200").fp16_dense_flops
-    mfu = scaling.assumption("mfu")
     flops_fwd = par.layer_flops(spec, seq, seq_len=seq) / 3
     two, hgx = systems.get("hgx-h200-2node"), systems.get("hgx-h200")
 
     def tp_layer(where, tp, system, algorithm="auto"):
         p = collectives.predict("all_reduce", msg, tp, system, algorithm=algorithm)
-        return (f"TP={tp}, {where}", 3 * flops_fwd / tp / (peak * mfu),
+        eff = par.layer_efficiency(spec.hidden, spec.heads, tp, seq, 1)
+        return (f"TP={tp}, {where}", 3 * flops_fwd / tp / (peak * eff),
                 4 * p.time_scalar)
 
     return P.plot_tp_layers([tp_layer("one HGX H200 node", 8, hgx),
@@ -948,7 +948,6 @@ def _tp_sp():
 @book("tensor_parallel:fig-tp-measured", "plot_tp_measured")
 def _tp_measured():
     peak = specs.gpu("H200").fp16_dense_flops
-    mfu = scaling.assumption("mfu")
     per_layer = par.tp_allreduce_count()
     text = measurements.raw_capture("h200-x2-2026-11-30-bench", "tp_layer.csv")
     rows = []
@@ -961,7 +960,9 @@ def _tp_measured():
         rows.append((f"{r['model']} s={s}",
                      float(r["fwd_bwd_compute_ms"]) * units.MS,
                      per_layer * float(r["allreduce_ms"]) * units.MS,
-                     flops / (peak * mfu), per_layer * ar_model))
+                     flops / (peak * par.layer_efficiency(spec.hidden, spec.heads,
+                                                          tp, s, b)),
+                     per_layer * ar_model))
     return P.plot_tp_measured(rows).figure
 
 

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from gpulab import (links, measurements, pcie, plotting, scaling, specs,  # noqa: E402
+from gpulab import (links, measurements, parallelism, pcie, plotting, scaling, specs,  # noqa: E402
                     topology, units, widgets)
 
 NEW = ("pcie", "pipeline", "topology")
@@ -213,10 +213,16 @@ def test_pipeline_default_state(tt):
             c["dtype_bytes"].value, c["layout"].value, c["pair"].value,
             c["n_micro_batches"].value) == (4096, 4096, 1, 2, "A",
                                             ("gpu3", "gpu4"), 8)
-    step = scaling.data_parallel_step("H100", 1, 1.75e9, 4096)
+    # 8 layers of h = 4096 (32 heads) at the layer shape's efficiency on H100, not a flat
+    # MFU: FLOPs of Narayanan et al. eq. 3 over peak x layer_efficiency
+    eff = parallelism.layer_efficiency(4096, 32, 1, 4096, 1, gpu="H100")
+    flops = 8 * 72 * 4096 * 4096**2 * (1 + 4096 / (6 * 4096))
+    stage = flops / (specs.gpu("H100").fp16_dense_flops * eff)
     # on the slider's 0.1 ms grid (the browser would round any other value)
-    assert c["compute_ms"].value == pytest.approx(round(step.compute_time * 1e3, 1), abs=1e-9)
-    assert abs(c["compute_ms"].value - step.compute_time * 1e3) <= 0.05
+    assert c["compute_ms"].value == pytest.approx(round(stage * 1e3, 1), abs=1e-9)
+    assert abs(c["compute_ms"].value - stage * 1e3) <= 0.05
+    flat = scaling.data_parallel_step("H100", 1, 1.75e9, 4096).compute_time
+    assert abs(c["compute_ms"].value - flat * 1e3) > 1      # not the flat-MFU value
     message = 4096 * 4096 * 2
     assert all(call["message_bytes"] == message for call in tt.calls)
     expected = [_expected_row(lay, x, y, message)
@@ -229,7 +235,7 @@ def test_pipeline_default_state(tt):
     # the chapter's static figure: plot_stage_transfers with the same rows
     rows = [(t.get_text(), ms / 1e3, "pcie")
             for t, ms in zip(w.view.ax.get_yticklabels(), _bar_ms(w))]
-    ref = plotting.plot_stage_transfers(rows, step.compute_time, highlight=2)
+    ref = plotting.plot_stage_transfers(rows, stage, highlight=2)
     np.testing.assert_allclose(_widths(ref), _bar_ms(w), rtol=1e-12)
 
 
