@@ -47,9 +47,17 @@ __all__ = ["main", "build_parser", "emit", "COMMANDS"]
 COMMANDS = (specs, link, nvlink_status, topo, predict, compare, fit, doctor)
 
 
+class _OneLineErrors(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (``gpulab predict: error:
+    ...``), exit status 2, no usage block: ``--help`` shows the usage."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser():
     """Return the argument parser (exposed for tests and documentation)."""
-    p = argparse.ArgumentParser(
+    p = _OneLineErrors(
         prog="gpulab",
         description="Models of multi-GPU interconnects (units: GB = 1e9 bytes; "
                     "every bandwidth says per direction or bidirectional).")

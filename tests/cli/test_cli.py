@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from importlib import resources
 
 import numpy as np
@@ -470,7 +469,7 @@ def test_predict_bad_arguments(capsys, argv, needle):
         return
     err = run_error(capsys, *argv)
     assert needle in err, err
-    assert err.startswith("usage: gpulab predict")
+    assert err.startswith("gpulab predict: error: ") and err.count("\n") == 1, err
     assert "Traceback" not in err
 
 
@@ -493,4 +492,4 @@ def test_console_script_exit_status():
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2
     assert "--system" in bad.stderr and bad.stdout == ""
-    assert textwrap.dedent(bad.stderr).startswith("usage:")
+    assert bad.stderr.startswith("gpulab predict: error: ") and bad.stderr.count("\n") == 1

@@ -144,5 +144,5 @@ def test_bad_arguments_exit_2_with_usage(argv, flag, capsys):
         cli.main(["compare", *map(str, argv)], out=io.StringIO())
     assert info.value.code == 2
     err = capsys.readouterr().err
-    assert "usage: gpulab compare" in err
+    assert err.startswith("gpulab compare: error: ") and err.count("\n") == 1, err
     assert flag in err

@@ -358,7 +358,7 @@ BASE = ["--system", "hgx-h200"]
 def test_bad_arguments(capsys, argv, needle):
     err = run_error(capsys, *argv)
     assert needle in err, err
-    assert err.startswith("usage: gpulab predict")
+    assert err.startswith("gpulab predict: error: ") and err.count("\n") == 1, err
     assert "Traceback" not in err
 
 
