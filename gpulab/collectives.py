@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import links, pcie, specs, systems
+from . import links, network, pcie, specs, systems
 from ._validate import as_number, check_choice, check_int, finite_answer
 from .links import per_direction_rate
 
@@ -36,8 +36,8 @@ __all__ = ["ring_allreduce_time", "algbw", "busbw", "busbw_factor", "BUSBW_OPS",
            "model_constant", "fabric_bandwidth", "wire_factor", "ring_steps",
            "collective_time", "predict", "calibrate", "local_copy_time"]
 
-BUSBW_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
-             "alltoall", "sendrecv")
+#: nccl-tests collectives (defined with the network model, the lower layer).
+BUSBW_OPS = network.BUSBW_OPS
 
 
 @finite_answer
@@ -94,18 +94,13 @@ def algbw(message_bytes, time):
 
 
 def busbw_factor(op, n_ranks):
-    """The nccl-tests factor turning algbw into busbw for ``op`` on ``n_ranks``.
+    """The nccl-tests factor turning algbw into busbw for ``op`` on ``n_ranks``
+    (:func:`gpulab.network.busbw_factor`).
 
     >>> busbw_factor("all_reduce", 8)
     1.75
     """
-    check_choice("op", op, BUSBW_OPS)
-    n = check_int("n_ranks", n_ranks, low=1, high=1_000_000)
-    if op == "all_reduce":
-        return 2 * (n - 1) / n
-    if op in ("all_gather", "reduce_scatter", "alltoall"):
-        return (n - 1) / n
-    return 1.0
+    return network.busbw_factor(op, n_ranks)
 
 
 @finite_answer
@@ -118,11 +113,13 @@ def busbw(message_bytes, time, op, n_ranks):
 # --- NCCL-like model: algorithms x protocols ---------------------------------------------
 #: Collectives of nccl-tests that the model covers.
 COLLECTIVES = BUSBW_OPS
-#: Algorithms: ring, tree (double binary tree, all_reduce), direct (one-shot, every
-#: rank reads every peer: all_reduce; point-to-point for alltoall/sendrecv), nvls
-#: (in-switch reduction, all_reduce), hierarchical (intra-node ring, inter-node ring
-#: on 1/g of the data, multi-node all_reduce).
-ALGORITHMS = ("ring", "tree", "direct", "nvls", "hierarchical")
+#: Algorithms: ring, tree (chain inside a node, double binary tree between nodes:
+#: all_reduce), direct (one-shot, every rank reads every peer: all_reduce;
+#: point-to-point for alltoall/sendrecv), nvls (in-switch reduction inside one NVLink
+#: domain, all_reduce), nvlstree (in-switch reduction inside each node, tree between
+#: nodes) and collnet (reduction in the network switches, SHARP): the last two only
+#: across nodes (:mod:`gpulab.network`).
+ALGORITHMS = ("ring", "tree", "direct", "nvls", "nvlstree", "collnet")
 #: NCCL protocols: LL (8-byte lines, flag per 4 B: lowest latency), LL128 (128-byte
 #: lines, 120 B of data) and Simple (bulk copies with fences: full bandwidth).
 PROTOCOLS = ("LL", "LL128", "Simple")
@@ -166,8 +163,8 @@ def wire_factor(collective, n_ranks, algorithm="ring"):
     if n == 1:
         return 0.0
     if collective == "all_reduce":
-        return {"ring": 2 * (n - 1) / n, "hierarchical": 2 * (n - 1) / n, "tree": 2.0,
-                "direct": n - 1, "nvls": 1.0}[algorithm]
+        return {"ring": 2 * (n - 1) / n, "tree": 2.0, "direct": n - 1, "nvls": 1.0,
+                "nvlstree": 1.0, "collnet": 1.0}[algorithm]
     return busbw_factor(collective, n)
 
 
@@ -191,6 +188,8 @@ def ring_steps(collective, n_ranks, algorithm="ring", nodes=1):
         return 0
     if algorithm == "tree":
         return 2 * ((-(-n // nodes) - 1) + math.ceil(math.log2(nodes)))
+    if algorithm in ("nvlstree", "collnet"):
+        return 1 + 2 * math.ceil(math.log2(nodes))
     if algorithm in ("direct", "nvls") or collective in ("alltoall", "sendrecv"):
         return 1
     if collective == "all_reduce":
@@ -200,10 +199,11 @@ def ring_steps(collective, n_ranks, algorithm="ring", nodes=1):
 
 def _gpus_per_process(value, n, system):
     """GPUs one process drives: ``None`` -> every rank of a node in one process
-    (nccl-tests ``-g N``); else 1 .. min(n, gpus_per_node), dividing ``n``."""
+    (nccl-tests ``-g N``) inside one NVLink domain, one per process (``mpirun``,
+    ``-g 1``) across domains; else 1 .. min(n, gpus_per_node), dividing ``n``."""
     high = min(n, system.gpus_per_node)
     if value is None:
-        return high
+        return high if _domains_used(system, n) == 1 else 1
     g = check_int("gpus_per_process", value, low=1, high=high)
     if n % g:
         raise ValueError(f"gpus_per_process must divide n_ranks ({n}); got {g}")
@@ -323,16 +323,15 @@ def _candidates(collective, n, system, transport, algorithm, nvls=True):
         if p2p_op and algorithm != "direct":
             raise ValueError(f"{collective} is point-to-point: algorithm must be "
                              "'direct' or 'auto'")
-        if algorithm == "hierarchical" and (collective != "all_reduce" or nodes == 1):
-            raise ValueError("algorithm 'hierarchical' needs all_reduce across nodes")
+        if algorithm in ("nvlstree", "collnet"):
+            raise ValueError(f"algorithm {algorithm!r} needs all_reduce across nodes; "
+                             f"{n} ranks fit in one NVLink domain of {system.name!r}")
         return [algorithm]
     if collective in ("alltoall", "sendrecv"):
         return ["direct"]
     if collective != "all_reduce":
         return ["ring"]
     algos = ["ring", "tree"]
-    if nodes > 1:
-        algos.append("hierarchical")
     if nvls_ok:
         algos.append("nvls")
     return algos
@@ -495,8 +494,10 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
         with ``NCCL_NVLS_ENABLE=0`` (NVLink multicast off).
     gpus_per_process : int, optional
         GPUs one process drives. Default: all ranks of a node in one process, as
-        nccl-tests ``-g N`` runs them; 1 models one process per GPU (nccl-tests
-        under MPI, torchrun). It changes only the host's time per call.
+        nccl-tests ``-g N`` runs them on one node; across nodes one process per
+        GPU (nccl-tests ``-g 1`` under ``mpirun``, as published multi-node runs
+        are made); 1 models one process per GPU (nccl-tests under MPI,
+        torchrun). It changes only the host's time per call.
 
     Returns
     -------
@@ -535,9 +536,10 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
     ring and tree the protocol is the one NCCL's own tuning table picks
     (``nccl_tuning``; NCCL picks by its table, not by the fastest real time, and
     so does the model); the algorithm is the fastest NCCL would consider. Across
-    nodes, all_reduce may run hierarchically: reduce-scatter
-    inside each node, all_reduce of :math:`S/g` between nodes over the network,
-    all-gather inside each node, pipelined.
+    nodes (ranks spanning two or more NVLink domains) the model is
+    :func:`gpulab.network.collective_times`: NCCL's multi-node Ring, Tree,
+    NVLSTree and CollNet with channels over all the node's NICs, chosen by NCCL's
+    cost model; the host's time per call is the same as inside a node.
 
     =================================  ==============================================
     Assumption                         Source
@@ -593,8 +595,23 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
         return _prediction(collective, n, s, t, np.full(s.shape, "copy"),
                            np.full(s.shape, "none"), scalar)
     nodes = _domains_used(system, n)
+    if nodes > 1:
+        # across nodes: NCCL's multi-node algorithms (gpulab.network); the host's
+        # time per call is the same launch model as inside a node
+        r = network.collective_times(collective, s, n, system, algorithm=algorithm,
+                                     protocol=protocol, nvls=bool(nvls),
+                                     host_time=_host_time(system, transport,
+                                                          collective, s, g))
+        t = r["time"]
+        ppn = n // nodes
+        if ppn >= 2 and collective in ("all_reduce", "all_gather", "reduce_scatter"):
+            # each node does at least its own part: the same collective of its
+            # ranks inside one NVLink domain
+            t = np.maximum(t, predict(collective, s, ppn, system, transport=transport,
+                                      nvls=nvls, gpus_per_process=1).time)
+        return _prediction(collective, n, s, t, r["algorithm"], r["protocol"], scalar)
     bw_intra = fabric_bandwidth(system, transport).bytes_per_s
-    if transport == "p2p" and nodes == 1 and system.nvlink.peer_links is not None:
+    if transport == "p2p" and system.nvlink.peer_links is not None:
         bw_intra = min(bw_intra, _subset_bandwidth(system, n))
     protos = PROTOCOLS if protocol == "auto" else (protocol,)
     if collective in ("alltoall", "sendrecv"):
@@ -604,23 +621,15 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
         by_proto = []
         algo_protos = ("Simple",) if algo == "nvls" else protos
         for proto in algo_protos:
-            if algo == "hierarchical":
-                t = _hierarchical(s, n, nodes, system, transport, proto, bw_intra, g)
-            elif collective == "alltoall" and _uneven_mesh(system, n, transport, nodes):
+            if collective == "alltoall" and _uneven_mesh(system, n, transport, nodes):
                 t = _mesh_alltoall(s, n, system, g)
-            elif nodes > 1:
-                # one ring through every GPU: the network is the slowest link
-                bw = min(bw_intra, fabric_bandwidth(system, transport,
-                                                    scope="inter").bytes_per_s)
-                t = _single_time(collective, s, n, system, transport, algo, proto, bw,
-                                 nodes, g)
             else:
                 t = _single_time(collective, s, n, system, transport, algo, proto,
                                  bw_intra, g=g)
             by_proto.append(np.broadcast_to(t, s.shape))
         # the protocol NCCL would pick: the lowest time by NCCL's own table (ring and
         # tree); one-shot kernels outside NCCL's tuner: the fastest
-        if algo in ("ring", "tree", "hierarchical"):
+        if algo in ("ring", "tree"):
             est = np.vstack([_nccl_estimate(collective, s, n, system, transport, algo, p,
                                             bw_intra, nodes) for p in algo_protos])
         else:
@@ -647,7 +656,7 @@ def _nccl_estimate(collective, s, n, system, transport, algorithm, protocol, bw,
     tune = model_constant(f"nccl_tuning/{transport}").get(protocol)
     if tune is None:
         return np.full(np.shape(s), np.inf)
-    algo = "ring" if algorithm == "hierarchical" else algorithm
+    algo = algorithm
     steps = ring_steps(collective, n, algo, nodes)
     # one bandwidth per transport (NCCL's own busBw: its Simple rate over the line
     # rate), and all_gather / reduce_scatter charged all_reduce's bytes: that is
@@ -657,30 +666,6 @@ def _nccl_estimate(collective, s, n, system, transport, algorithm, protocol, bw,
     wire = wire_factor("all_reduce" if collective in ("all_gather", "reduce_scatter")
                        else collective, n, algo) * np.asarray(s, dtype=float)
     return tune["latency_s"] + steps * tune["hop_s"] + wire / b
-
-
-def _hierarchical(s, n, nodes, system, transport, proto, bw_intra, gpp=1):
-    """Reduce-scatter inside each NVLink domain, all_reduce of each rank's shard
-    between domains over its own NIC, all-gather inside the domain, pipelined
-    chunk by chunk as NCCL does: the latencies add up, and the bandwidth time is
-    that of the busier resource, NVLink (carrying the reduce-scatter and the
-    all-gather at once) or the network."""
-    g = max(1, n // nodes)                 # ranks per NVLink domain
-    one = np.ones_like(s)
-
-    def parts(collective, size, ranks, bw):
-        if ranks <= 1:
-            return 0.0, 0.0
-        t = _single_time(collective, size, ranks, system, transport, "ring", proto, bw,
-                         g=gpp)
-        lat = _single_time(collective, one, ranks, system, transport, "ring", proto, bw,
-                           g=gpp)
-        return lat, t - lat
-    bw_nic = fabric_bandwidth(system, transport, scope="inter").bytes_per_s
-    lat_rs, bw_rs = parts("reduce_scatter", s, g, bw_intra)
-    lat_net, bw_net = parts("all_reduce", s / g, nodes, bw_nic)
-    lat_ag, bw_ag = parts("all_gather", s, g, bw_intra)
-    return lat_rs + lat_net + lat_ag + np.maximum(bw_rs + bw_ag, bw_net)
 
 
 def _subset_bandwidth(system, n):

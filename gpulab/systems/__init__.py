@@ -46,7 +46,13 @@ Schema of one system (all keys required unless marked optional)::
         network:                   # optional: the scale-out path between nodes
           nic: ConnectX-7          # a name from gpulab.specs.nics()
           nics_per_node: 8
-          fabric: infiniband       # or ethernet
+          fabric: infiniband       # or roce, efa, tcpx (ethernet: read as roce)
+          nic_gbit_per_s: 400.0    # optional: the NIC's rate (required with nic: null)
+          sharp: false             # optional: NCCL may reduce in the switches
+          gdr: true                # optional: GPUDirect RDMA (false: via host memory)
+          topology: rail_optimized # optional: or fat_tree
+          oversubscription: 1.0    # optional: leaf-to-spine (1 = non-blocking)
+          leaf_nodes: 32           # optional: nodes under one leaf group
         source: "where the hardware description comes from"
         accessed: "2026-11-30"
 
@@ -112,6 +118,7 @@ from .copies import (  # noqa: F401
 from .model import (  # noqa: F401
     FABRICS,
     NETWORK_FABRICS,
+    NETWORK_TOPOLOGIES,
     P2P_VIA,
     NVLinkConfig,
     NetworkConfig,
@@ -131,6 +138,6 @@ from .loader import (  # noqa: F401
 __all__ = [
     "System", "NVLinkConfig", "PCIeConfig", "CopyParams", "HostCopy", "P2PConfig",
     "HardwareCopy", "CopyHardware", "HARDWARE_COPY_KEYS",
-    "NetworkConfig", "FABRICS", "NETWORK_FABRICS", "P2P_VIA", "names", "get", "load",
+    "NetworkConfig", "FABRICS", "NETWORK_FABRICS", "NETWORK_TOPOLOGIES", "P2P_VIA", "names", "get", "load",
     "parse", "resolve", "nvlink_peers",
 ]

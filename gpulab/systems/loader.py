@@ -14,7 +14,7 @@ from .. import specs, units
 from .._validate import check_choice
 from .copies import (HARDWARE_COPY_FIELDS, HARDWARE_COPY_KEYS, HOST_COPY_DIRECTIONS,
                      CopyHardware, CopyParams, HardwareCopy, HostCopy)
-from .model import (FABRICS, NETWORK_FABRICS, P2P_VIA, NetworkConfig, NVLinkConfig,
+from .model import (FABRICS, NETWORK_FABRICS, NETWORK_TOPOLOGIES, P2P_VIA, NetworkConfig, NVLinkConfig,
                     P2PConfig, PCIeConfig, System)
 
 
@@ -241,7 +241,8 @@ def _system(doc, name, value):
                     source=pp.text("source"))
     network = None
     if "network" in r.value:
-        network = _network(r.sub("network", ("nic", "nics_per_node", "fabric")))
+        network = _network(r.sub("network", _NETWORK_KEYS,
+                                 optional=_NETWORK_KEYS[3:]))
     elif n_gpus // per_node > 1 and domain < n_gpus:
         r.fail("n_gpus", f"spans {n_gpus // per_node} nodes whose GPUs are not all in "
                          f"one NVLink domain ({domain} GPUs), so the system needs a "
@@ -419,11 +420,32 @@ def _peer_links(nv, domain, links_per_gpu):
     return tuple(rows)
 
 
+_NETWORK_KEYS = ("nic", "nics_per_node", "fabric", "nic_gbit_per_s", "sharp", "gdr",
+                 "topology", "oversubscription", "leaf_nodes")
+
+
 def _network(nw):
-    """The optional ``network`` section."""
-    return NetworkConfig(nic=nw.choice("nic", [n.name for n in specs.nics()]),
-                         nics_per_node=nw.integer("nics_per_node", 1, 1024),
-                         fabric=nw.choice("fabric", NETWORK_FABRICS))
+    """The optional ``network`` section (``nic: null`` needs ``nic_gbit_per_s``)."""
+    nic = None if nw.value.get("nic", "") is None \
+        else nw.choice("nic", [n.name for n in specs.nics()])
+    rate = nw.number("nic_gbit_per_s", 0.0, 1e5, low_inclusive=False) \
+        if "nic_gbit_per_s" in nw.value else None
+    if nic is None and rate is None:
+        nw.fail("nic", "is null: give the NIC's rate in nic_gbit_per_s")
+    fabric = nw.value.get("fabric")
+    if fabric == "ethernet":                      # older files: RDMA over Ethernet
+        fabric = "roce"
+    else:
+        fabric = nw.choice("fabric", NETWORK_FABRICS)
+    leaf = nw.integer("leaf_nodes", 1, 1_000_000) if "leaf_nodes" in nw.value else None
+    return NetworkConfig(
+        nic=nic, nics_per_node=nw.integer("nics_per_node", 1, 1024), fabric=fabric,
+        nic_gbit_per_s=rate, sharp=nw.boolean("sharp", False), gdr=nw.boolean("gdr", True),
+        topology=(nw.choice("topology", NETWORK_TOPOLOGIES) if "topology" in nw.value
+                  else "rail_optimized"),
+        oversubscription=(nw.number("oversubscription", 1.0, 1000.0)
+                          if "oversubscription" in nw.value else 1.0),
+        leaf_nodes=leaf)
 
 
 def parse(text, *, source="<text>"):

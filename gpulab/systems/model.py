@@ -13,8 +13,11 @@ from .copies import CopyHardware, CopyParams, HostCopy  # noqa: F401 (annotation
 #: DGX-1's hybrid cube mesh (direct links, uneven per pair, given by ``peer_links``),
 #: a direct mesh (links split among the peers), or no NVLink.
 FABRICS = ("nvswitch", "hybrid_cube_mesh", "mesh", "none")
-#: Scale-out networks between nodes.
-NETWORK_FABRICS = ("infiniband", "ethernet")
+#: Scale-out networks between nodes: InfiniBand, RoCE (RDMA over Ethernet), AWS EFA
+#: and Google GPUDirect-TCPX(O). ``ethernet`` is read as ``roce`` (older files).
+NETWORK_FABRICS = ("infiniband", "roce", "efa", "tcpx")
+#: Switch topologies of the scale-out network (see ``gpulab/data/network.yaml``).
+NETWORK_TOPOLOGIES = ("rail_optimized", "fat_tree")
 #: How GPU-to-GPU copies travel.
 P2P_VIA = ("nvlink", "pcie", "host")
 
@@ -55,17 +58,60 @@ class NVLinkConfig:
 
 @dataclass(frozen=True)
 class NetworkConfig:
-    """Scale-out network of each node: ``nic`` (a name in ``gpulab/data/nics.csv``),
-    ``nics_per_node`` and ``fabric`` (one of :data:`NETWORK_FABRICS`)."""
+    """Scale-out network of each node.
 
-    nic: str
-    nics_per_node: int
+    Attributes
+    ----------
+    nic : str or None
+        Adapter name in ``gpulab/data/nics.csv``; None for a cloud adapter that is
+        not listed there (then ``nic_gbit_per_s`` gives its rate).
+    nics_per_node : int or float
+        NICs of one node used for GPU traffic (a stand-in system of a parallel group
+        may hold a fraction: its share of the node's NICs).
+    fabric : str
+        One of :data:`NETWORK_FABRICS`.
+    nic_gbit_per_s : float or None
+        Line rate of one NIC, Gb/s per direction; None: the ``nic`` row's rate.
+    sharp : bool
+        NCCL may reduce in the switches (CollNet / SHARP). False by default, as in
+        NCCL (``NCCL_COLLNET_ENABLE=0``).
+    gdr : bool
+        GPUDirect RDMA: the NIC reads and writes GPU memory. False: data is staged
+        through host memory over each GPU's PCIe link.
+    topology : str
+        One of :data:`NETWORK_TOPOLOGIES`.
+    oversubscription : float
+        Leaf-to-spine oversubscription (1 = non-blocking): traffic between nodes of
+        different leaf groups gets ``1 / oversubscription`` of the NIC rate.
+    leaf_nodes : int or None
+        Nodes that reach each other through one switch; None: the topology's
+        default (``gpulab/data/network.yaml``).
+    """
+
+    nic: str | None
+    nics_per_node: float
     fabric: str
+    nic_gbit_per_s: float | None = None
+    sharp: bool = False
+    gdr: bool = True
+    topology: str = "rail_optimized"
+    oversubscription: float = 1.0
+    leaf_nodes: int | None = None
 
     @property
     def nic_spec(self):
-        """The :class:`gpulab.specs.NICSpec` of the adapter."""
-        return specs.nic(self.nic)
+        """The :class:`gpulab.specs.NICSpec` of the adapter (None if unnamed)."""
+        return None if self.nic is None else specs.nic(self.nic)
+
+    @property
+    def nic_rate(self):
+        """Line rate of one NIC, per direction (a :class:`gpulab.units.Bandwidth`)."""
+        if self.nic_gbit_per_s is not None:
+            return units.Bandwidth(self.nic_gbit_per_s * 1e9 / 8, units.PER_DIRECTION)
+        nic = self.nic_spec
+        rate = nic.line_rate.to_per_direction() \
+            if nic.line_rate.direction != units.PER_DIRECTION else nic.line_rate
+        return units.Bandwidth(rate.bytes_per_s * nic.ports, units.PER_DIRECTION)
 
 
 @dataclass(frozen=True)
@@ -146,10 +192,7 @@ class System:
         """
         if self.network is None:
             return None
-        nic = self.network.nic_spec
-        rate = nic.line_rate.to_per_direction() \
-            if nic.line_rate.direction != units.PER_DIRECTION else nic.line_rate
-        return units.Bandwidth(rate.bytes_per_s * nic.ports
+        return units.Bandwidth(self.network.nic_rate.bytes_per_s
                                * self.network.nics_per_node / self.gpus_per_node,
                                units.PER_DIRECTION)
 

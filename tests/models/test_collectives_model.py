@@ -254,10 +254,10 @@ def test_every_preset_predicts():
 
 
 def test_nvl72_is_one_nvlink_domain():
-    """72 GPUs in one NVLink domain: no network hop, no hierarchical split."""
+    """72 GPUs in one NVLink domain: no network hop, no multi-node algorithm."""
     for n in (8, 16, 72):
         p = C.predict("all_reduce", [2**20, 2**34], n, "gb200-nvl72")
-        assert "hierarchical" not in set(p.algorithm), n
+        assert not set(p.algorithm) & {"nvlstree", "collnet"}, n
     big = C.predict("all_gather", 2**34, 72, "gb200-nvl72").busbw[0]
     assert big > 0.5 * C.fabric_bandwidth("gb200-nvl72").bytes_per_s
 
@@ -265,7 +265,12 @@ def test_nvl72_is_one_nvlink_domain():
 def test_two_nodes_use_the_network():
     one = C.collective_time("all_reduce", 2**32, 8, "hgx-h200-2node")
     two = C.collective_time("all_reduce", 2**32, 16, "hgx-h200-2node")
-    assert two > one
+    # NVLSTree on two nodes: the in-switch reduction, not the eight NICs, is the
+    # bottleneck, so two nodes take as long as one, never less
+    assert two >= one
+    ring = C.collective_time("all_reduce", 2**32, 16, "hgx-h200-2node",
+                             algorithm="ring")
+    assert ring > two
     with pytest.raises(ValueError, match="nvls"):
         C.predict("all_reduce", 2**30, 16, "hgx-h200-2node", algorithm="nvls")
     with pytest.raises(ValueError, match="nvls"):

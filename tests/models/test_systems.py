@@ -336,7 +336,7 @@ def test_parse_hybrid_cube_mesh_with_peer_links():
     (NVSWITCH_NET, "nics_per_node: 2", "nics_per_node: 0",
      r"network\.nics_per_node: must be an integer in \[1, 1024\]", "nics_per_node: 0"),
     (NVSWITCH_NET, "fabric: infiniband", "fabric: omnipath",
-     r"network\.fabric: must be one of 'infiniband', 'ethernet'", "omnipath"),
+     r"network\.fabric: must be one of 'infiniband', 'roce'", "omnipath"),
     (NVSWITCH_NET, "fabric: infiniband}", "fabric: infiniband, speed: 400}",
      r"systems\.my-box\.network\.speed: unknown key 'speed'", "speed: 400"),
     (NVSWITCH_NET, "nics_per_node: 2, ", "",

@@ -1,0 +1,89 @@
+"""Scale-out networks: multi-node collectives as NCCL runs them.
+
+A cluster is data: a node preset (``gpulab/data/systems.yaml``) plus a network
+(NICs per node and their rate, fabric kind, topology, oversubscription, SHARP,
+GPUDirect RDMA), with presets in ``gpulab/data/network.yaml``. The model is NCCL's
+own cost model (NCCL 2.30.7 ``src/graph/tuning.cc``: latency + bytes / bandwidth for
+each algorithm and protocol, the smallest wins) evaluated on the hardware's achieved
+rates; :mod:`gpulab.collectives` delegates to it whenever ranks span nodes.
+
+API (stable)
+------------
+``scale_out(system, nodes, *, nics=None, fabric=None, sharp=None, gdr=True)``
+    -> :class:`gpulab.systems.System` with ``n_gpus = nodes x gpus_per_node``.
+    ``system``: a cluster preset (:data:`CLUSTER_PRESETS`), a system preset or a
+    System; ``nics``: ``"8x400G"`` or ``(count, gbit_per_s)``; ``fabric``: ``"ib"``,
+    ``"roce"``, ``"efa"``, ``"tcpx"`` (or the full names, :func:`fabric_names`);
+    ``sharp``: reduce in the switches (CollNet); ``gdr=False``: stage through host
+    memory over PCIe.
+``CLUSTER_PRESETS``, ``cluster_preset(name)``
+    ``dgx-h100-spod``, ``dgx-h200-spod``, ``dgx-a100-spod``, ``aws-p5``,
+    ``gcp-a3-mega``, ``azure-nd-h100-v5`` with their sources.
+``gpulab.collectives.predict(coll, sizes, n_ranks, system)``
+    On a multi-node system: the same Prediction (time, algbw, busbw, algorithm,
+    protocol) with algorithm ``"ring"``, ``"tree"``, ``"nvlstree"``, ``"collnet"``
+    (``"direct"`` for alltoall / sendrecv), chosen as NCCL's tuner does.
+``algorithm_table(collective, sizes, nodes, system, *, nics, fabric, sharp, gdr, nvls)``
+    Every algorithm's time, algbw and busbw per size, and NCCL's pick (explorer).
+``collective_times(collective, sizes, n_ranks, system, ...)``
+    The model itself: time, algorithm and protocol per size.
+``network_path(system, n_ranks)``
+    What the ranks see: nodes, NICs used, achieved network and NVLink rates, hops.
+``public_results()``, ``public_errors()``
+    Published multi-node nccl-tests results
+    (``gpulab/data/measurements/public_multinode.csv``) and the model's error per
+    source and size band (targets: busbw within 15 % from 1 GiB, time within 30 %
+    below 64 KiB).
+``fabric(name)``, ``fabric_names()``, ``topology(name)``, ``parse_nics(text)``,
+``nccl_constant(name)``, ``nccl_version()``
+    The data behind the model.
+
+Units: SI (bytes, seconds, bytes per second per direction); NIC rates in Gb/s per
+direction where written as text (``"8x400G"``).
+
+Examples
+--------
+>>> from gpulab import network, collectives
+>>> c = network.scale_out("dgx-h100-spod", 4)
+>>> p = collectives.predict("all_reduce", [8, 2**30], c.n_gpus, c)
+>>> p.algorithm.tolist()
+['tree', 'nvlstree']
+>>> r = collectives.predict("all_reduce", 2**30, c.n_gpus, c, algorithm="ring")
+>>> 340e9 < r.busbw[0] < 8 * 50e9 * 0.94      # 8 NICs x 50 GB/s x 0.94, less latency
+True
+"""
+from __future__ import annotations
+
+from .data import (  # noqa: F401
+    PROTOCOLS,
+    Fabric,
+    canonical_fabric,
+    fabric,
+    fabric_names,
+    nccl_constant,
+    nccl_version,
+    parse_nics,
+    record,
+    topology,
+)
+from .cluster import CLUSTER_PRESETS, cluster_preset, scale_out  # noqa: F401
+from .model import (  # noqa: F401
+    BUSBW_OPS,
+    NET_ALGORITHMS,
+    NetworkPath,
+    algorithm_table,
+    busbw_factor,
+    candidates,
+    collective_times,
+    network_path,
+)
+from .public import BANDS, cluster_of, predicted, public_errors, public_results  # noqa: F401
+
+__all__ = [
+    "scale_out", "CLUSTER_PRESETS", "cluster_preset", "algorithm_table",
+    "collective_times", "network_path", "NetworkPath", "public_results",
+    "public_errors", "predicted", "cluster_of", "BANDS", "fabric", "fabric_names",
+    "canonical_fabric", "Fabric", "topology", "parse_nics", "nccl_constant",
+    "nccl_version", "record", "busbw_factor", "BUSBW_OPS", "NET_ALGORITHMS",
+    "PROTOCOLS", "candidates",
+]

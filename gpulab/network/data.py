@@ -1,0 +1,163 @@
+"""The network data: NCCL's cost-model constants, fabrics, topologies and cluster
+presets, read from ``gpulab/data/network.yaml`` (each record with its source)."""
+from __future__ import annotations
+
+import copy
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .. import systems
+from .._validate import check_choice
+
+_FILE = Path(__file__).resolve().parents[1] / "data" / "network.yaml"
+
+#: NCCL protocols, as NCCL names them.
+PROTOCOLS = ("LL", "LL128", "Simple")
+
+
+@functools.lru_cache(maxsize=1)
+def _doc():
+    with open(_FILE, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def record(path):
+    """A record of ``network.yaml`` by its slash path (``{value, kind, source,
+    accessed}``), a copy.
+
+    >>> record("nccl/net_overhead_s")["value"]
+    1e-06
+    """
+    if not isinstance(path, str) or not path.strip("/"):
+        raise ValueError(f"path must be a slash path such as 'nccl/net_overhead_s'; "
+                         f"got {path!r}")
+    node = _doc()
+    for key in path.strip("/").split("/"):
+        if not isinstance(node, dict) or key not in node:
+            raise ValueError(f"path must name an entry of network.yaml; got {path!r}")
+        node = node[key]
+    return copy.deepcopy(node)
+
+
+def nccl_constant(name):
+    """The value of NCCL constant ``name`` (``gpulab/data/network.yaml``, section
+    ``nccl``: copied from NCCL 2.30.7 ``src/graph/tuning.cc``).
+
+    >>> nccl_constant("hw_latency_s")["net"]["ring"]["LL"]
+    2.7e-06
+    """
+    return record(f"nccl/{name}")["value"]
+
+
+def nccl_version():
+    """The NCCL version the constants come from.
+
+    >>> nccl_version()
+    '2.30.7'
+    """
+    return str(_doc()["nccl"]["version"])
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """A scale-out fabric: achieved fraction of the NIC line rate, the latency it adds
+    to each network step beyond NCCL's own (InfiniBand) constants, and per extra
+    switch hop. [fraction, s, s]"""
+
+    name: str
+    description: str
+    efficiency: float
+    extra_latency_s: float
+    switch_hop_s: float
+    aliases: tuple
+
+
+def fabric_names():
+    """Fabric names and their aliases, canonical names first.
+
+    >>> fabric_names()[:4]
+    ('infiniband', 'roce', 'efa', 'tcpx')
+    """
+    fabs = _doc()["fabrics"]
+    return tuple(fabs) + tuple(a for f in fabs.values() for a in f.get("aliases", ()))
+
+
+def canonical_fabric(name, param="fabric"):
+    """The canonical fabric name for ``name`` or one of its aliases
+    (``ib`` -> ``infiniband``, ``ethernet`` -> ``roce``, ``tcpxo`` -> ``tcpx``).
+
+    >>> canonical_fabric("ib")
+    'infiniband'
+    """
+    check_choice(param, name, fabric_names())
+    for key, f in _doc()["fabrics"].items():
+        if name == key or name in f.get("aliases", ()):
+            return key
+    raise AssertionError(name)  # pragma: no cover (check_choice refused it)
+
+
+def fabric(name):
+    """The :class:`Fabric` named ``name`` (or an alias).
+
+    >>> fabric("ib").efficiency
+    0.94
+    """
+    key = canonical_fabric(name)
+    f = _doc()["fabrics"][key]
+    return Fabric(key, f["description"], float(f["efficiency"]["value"]),
+                  float(f["extra_latency_s"]["value"]),
+                  float(f["switch_hop_s"]["value"]), tuple(f.get("aliases", ())))
+
+
+def topology(name):
+    """A topology's ``leaf_nodes``, ``hops_inside`` and ``hops_beyond``.
+
+    >>> topology("rail_optimized")["leaf_nodes"]
+    32
+    """
+    check_choice("topology", name, systems.NETWORK_TOPOLOGIES)
+    t = _doc()["topologies"][name]
+    return {"leaf_nodes": int(t["leaf_nodes"]["value"]),
+            "hops_inside": int(t["hops_inside"]), "hops_beyond": int(t["hops_beyond"]),
+            "description": t["description"]}
+
+
+_NICS = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+(?:\.\d+)?)\s*[gG](?:b|bit|bps)?(?:/s)?\s*$")
+
+
+def parse_nics(nics, param="nics"):
+    """``(count, gbit_per_s)`` from ``"8x400G"`` or a ``(count, gbit_per_s)`` pair.
+
+    >>> parse_nics("32x100G"), parse_nics((8, 200))
+    ((32, 100.0), (8, 200.0))
+    """
+    msg = (f"{param} must be COUNTxRATE such as '8x400G' (count 1-1024, rate "
+           f"1-3200 Gb/s per NIC) or a (count, gbit_per_s) pair; got {nics!r}")
+    if isinstance(nics, str):
+        m = _NICS.match(nics)
+        if not m:
+            raise ValueError(msg)
+        count, rate = int(m.group(1)), float(m.group(2))
+    elif isinstance(nics, (tuple, list)) and len(nics) == 2 \
+            and not any(isinstance(v, bool) for v in nics):
+        try:
+            count, rate = nics
+            if int(count) != count:
+                raise ValueError
+            count, rate = int(count), float(rate)
+        except (TypeError, ValueError):
+            raise ValueError(msg) from None
+    else:
+        raise ValueError(msg)
+    if not (1 <= count <= 1024 and 1 <= rate <= 3200):
+        raise ValueError(msg)
+    return count, rate
+
+
+def cluster_records():
+    """The ``clusters`` section: ``{name: record}`` (copies)."""
+    return copy.deepcopy(_doc()["clusters"])

@@ -1,0 +1,455 @@
+r"""NCCL's multi-node cost model, evaluated on the cluster's hardware.
+
+NCCL picks an algorithm and a protocol per call with a cost model
+(``ncclTopoTuneModel`` and ``ncclTopoGetAlgoTime`` in ``src/graph/tuning.cc``):
+``time = latency + bytes / bandwidth`` for every (algorithm, protocol), the
+smallest wins. This module evaluates the same formulas with two changes, both
+stated where they apply: the bandwidths are the hardware's achieved rates
+(NICs x line rate x fabric efficiency, NVLink x copy efficiency) where NCCL uses
+its topology search's speed steps, and the network's latency comes from the fabric
+(``gpulab/data/network.yaml``). The model's time is also its prediction.
+
+Between nodes, NCCL's **Ring** and **Tree** run one channel per NIC (or more), so a
+node's whole NIC bandwidth carries the ring: a ring's busbw is
+``min(NICs x rate x efficiency, NVLink)``, not one NIC's rate. A **Tree** (all_reduce)
+is a chain inside each node and a double binary tree between nodes: on two nodes
+each node sends and receives the buffer once over its NICs (the ring: ``2 (n-1)/n``
+times), from three nodes about twice. **NVLSTree** reduces inside the node in the
+NVSwitch and runs the tree between nodes; **CollNet** reduces in the network switches
+(SHARP), so each node sends and receives the buffer once at any node count.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import links, pcie, specs, systems
+from .._validate import as_number, check_choice, check_int
+from . import data
+from .cluster import scale_out
+
+#: nccl-tests collectives.
+BUSBW_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
+             "alltoall", "sendrecv")
+#: Algorithms across nodes (NCCL's names, lower case); ``direct``: point-to-point
+#: (alltoall, sendrecv), outside NCCL's tuner.
+NET_ALGORITHMS = ("ring", "tree", "nvlstree", "collnet", "direct")
+_ARCH = {2: "volta", 3: "ampere", 4: "hopper", 5: "blackwell"}
+
+
+def busbw_factor(op, n_ranks):
+    """The nccl-tests factor turning algbw into busbw for ``op`` on ``n_ranks``
+    (nccl-tests ``doc/PERFORMANCE.md``).
+
+    >>> busbw_factor("all_reduce", 8)
+    1.75
+    """
+    check_choice("op", op, BUSBW_OPS)
+    n = check_int("n_ranks", n_ranks, low=1, high=1_000_000)
+    if op == "all_reduce":
+        return 2 * (n - 1) / n
+    if op in ("all_gather", "reduce_scatter", "alltoall"):
+        return (n - 1) / n
+    return 1.0
+
+
+@dataclass(frozen=True)
+class NetworkPath:
+    """What a collective of ``n_ranks`` sees of a cluster (see :func:`network_path`).
+
+    Attributes
+    ----------
+    nodes : int
+        NVLink domains the ranks span (nodes; an NVL72 rack counts as one).
+    ranks_per_node : float
+    nics : float
+        NICs the ranks of one node use (their share of the node's NICs).
+    nic_rate : float
+        Line rate of one NIC, per direction. [B/s]
+    net_bw : float
+        Achieved network bandwidth of one node's ranks, per direction:
+        ``nics x nic_rate x efficiency`` (/ oversubscription beyond one leaf group;
+        without GPUDirect RDMA at most the ranks' PCIe links). [B/s]
+    nvlink_bw : float
+        Achieved NVLink (or PCIe) rate of one GPU, per direction. [B/s]
+    nvls_bw : float or None
+        In-switch (NVLS) reduction rate of one GPU's buffer, or None without NVLS.
+    hops : int
+        Switches between two nodes.
+    extra_latency_s : float
+        Latency each network step adds to NCCL's own network constants. [s]
+    fabric, arch : str
+    gdr, sharp, nvswitch : bool
+    intra : str
+        ``"nvlink"`` or ``"pci"``: the hardware between the GPUs of a node.
+    """
+
+    nodes: int
+    ranks_per_node: float
+    nics: float
+    nic_rate: float
+    net_bw: float
+    nvlink_bw: float
+    nvls_bw: float | None
+    hops: int
+    extra_latency_s: float
+    fabric: str
+    arch: str
+    gdr: bool
+    sharp: bool
+    nvswitch: bool
+    intra: str = "nvlink"
+
+
+def network_path(system, n_ranks, nvls=True):
+    """The network as ``n_ranks`` ranks of ``system`` use it.
+
+    Ranks fill one NVLink domain after another; the ranks of a node use their share
+    of its NICs (``nics_per_node x ranks / GPUs``).
+
+    Examples
+    --------
+    >>> from gpulab import network
+    >>> p = network_path(network.scale_out("dgx-h100-spod", 2), 16)
+    >>> p.nodes, p.nics, round(p.net_bw / 1e9)          # 8 x 50 GB/s x 0.94
+    (2, 8.0, 376)
+    """
+    system = systems.resolve(system)
+    n = check_int("n_ranks", n_ranks, low=1, high=system.n_gpus)
+    net = system.network
+    domain = system.scale_up_domain
+    nodes = max(1, math.ceil(n / domain))
+    ppn = n / nodes
+    arch = _ARCH.get(system.nvlink.generation or 0, "volta")
+    nvswitch = system.nvlink.fabric == "nvswitch"
+    intra = "pci" if system.nvlink.fabric == "none" \
+        or system.nvlink.generation is None else "nvlink"
+    if intra == "pci":
+        line = pcie.encoded_bandwidth(system.pcie.generation,
+                                      system.pcie.lanes).bytes_per_s
+        nv_bw = line * system.host_copy.params("pinned", "d2h").efficiency
+    else:
+        line = links.nvlink_gpu_bandwidth(system.nvlink.generation,
+                                          system.nvlink.links_per_gpu).bytes_per_s
+        nv_bw = line * system.p2p.params.efficiency
+    nvls_bw = None
+    if nvls and nvswitch and getattr(system.nvlink, "nvls", False):
+        nvls_bw = line * specs.assumption("nccl", "nvls/efficiency")
+    if net is None:
+        if nodes > 1:
+            raise ValueError(f"system {system.name!r} has no network section: "
+                             f"{n} ranks span {nodes} nodes")
+        return NetworkPath(1, ppn, 0.0, 0.0, math.inf, nv_bw, nvls_bw, 0, 0.0, "none",
+                           arch, True, False, nvswitch, intra)
+    fab = data.fabric(net.fabric)
+    topo = data.topology(net.topology)
+    leaf = net.leaf_nodes or topo["leaf_nodes"]
+    nics_domain = net.nics_per_node * domain / system.gpus_per_node
+    nics = nics_domain * ppn / domain
+    rate = net.nic_rate.bytes_per_s
+    net_bw = nics * rate * fab.efficiency
+    beyond = nodes > leaf
+    if beyond:
+        net_bw /= net.oversubscription
+    hops = topo["hops_beyond"] if beyond else topo["hops_inside"]
+    extra = fab.extra_latency_s + (hops - 1) * fab.switch_hop_s
+    if not net.gdr:
+        # staged through host memory: every byte crosses the GPU's PCIe link, and
+        # each network step waits for a device-to-host and a host-to-device copy
+        host = pcie.encoded_bandwidth(system.pcie.generation,
+                                      system.pcie.lanes).bytes_per_s
+        pinned = system.host_copy.params("pinned", "d2h")
+        net_bw = min(net_bw, ppn * host * pinned.efficiency)
+        extra += pinned.latency_s + system.host_copy.params("pinned", "h2d").latency_s
+    return NetworkPath(nodes, ppn, nics, rate, net_bw, nv_bw, nvls_bw, hops, extra,
+                       fab.name, arch, net.gdr, net.sharp, nvswitch, intra)
+
+
+# --- NCCL's latencies ----------------------------------------------------------------
+def _hw(kind, algo, proto):
+    return data.nccl_constant("hw_latency_s")[kind][algo].get(proto, 0.0)
+
+
+def _base(algo, proto):
+    return data.nccl_constant("base_latency_s")[algo].get(proto, 0.0)
+
+
+def _inter_lat(p, algo, proto):
+    """NCCL's latency of one network step (tuning.cc lines 386-391): the NET
+    latency of the algorithm (the tree's with one rank per node) plus the
+    network's own latency, twice for Simple (the flush)."""
+    own = "tree" if p.ranks_per_node == 1 and algo in ("ring", "tree") else algo
+    lat = _hw("net", own, proto) + p.extra_latency_s
+    return lat + (p.extra_latency_s if proto == "Simple" else 0.0)
+
+
+def _ll_max(p):
+    ll = data.nccl_constant("ll_max_bw_gb_per_s")
+    return 1e9 * (ll["two_nodes"] if p.nodes <= 2 else ll["more_nodes"])
+
+
+def _wire(collective, n):
+    if collective == "all_reduce":
+        return 2 * (n - 1) / n
+    if collective in ("all_gather", "reduce_scatter"):
+        return (n - 1) / n
+    return 1.0
+
+
+def _tree_correction(s, proto):
+    """NCCL's tree correction of the bandwidth per size (tuning.cc 620-642)."""
+    table = np.asarray(data.nccl_constant("tree_correction")[proto])
+    idx = np.floor(np.log2(np.maximum(np.asarray(s, float) / 64, 1))).astype(int)
+    out = np.ones_like(np.asarray(s, float))
+    ok = (np.asarray(s, float) >= 64) & (idx < table.size)
+    out[ok] = table[idx[ok]]
+    return out
+
+
+def _ring(collective, s, n, p, proto, kind):
+    f = data.nccl_constant("protocol_factor")
+    nsteps = 2 * (n - 1) if collective == "all_reduce" else (
+        n - 1 if collective in ("all_gather", "reduce_scatter") else n)
+    if collective in ("broadcast", "reduce"):
+        lat = _base("ring", proto) + _inter_lat(p, "ring", proto)
+    else:
+        overhead = data.nccl_constant("net_overhead_s") * (3 if proto == "Simple" else 1)
+        intra = max(_hw(kind, "ring", proto), overhead)
+        n_inter = 2 * (p.nodes - 1) if collective == "all_reduce" else p.nodes - 1
+        lat = _base("ring", proto) + (nsteps - n_inter) * intra \
+            + n_inter * _inter_lat(p, "ring", proto)
+    lat = np.full(s.shape, lat)
+    if collective == "all_reduce" and proto == "Simple":
+        channels = max(1.0, 2 * p.nics)          # rings doubled (connect.cc line 460)
+        plateau = data.nccl_constant("ring_simple_plateau") if p.arch != "volta" else 1.9
+        lat = np.where(s / (channels * n) >= 64, lat * plateau, lat)
+    b = min(p.net_bw, p.nvlink_bw)
+    if proto == "LL":
+        b = min(b * f["ring_LL"], _ll_max(p))
+    elif proto == "LL128":
+        b *= f["ring_LL128"]
+    return lat + _wire(collective, n) * s / b
+
+
+def _tree_factor(p):
+    """Buffers each node sends (and receives) over its NICs per all_reduce: once on
+    two nodes (each node is the other's root in one of the two trees), about twice
+    from three nodes (an inner node of one tree, a leaf of the other)."""
+    return 1.0 if p.nodes <= 2 else 2.0
+
+
+def _tree(s, n, p, proto, kind):
+    f = data.nccl_constant("protocol_factor")
+    lat = _base("tree", proto) + 2 * ((p.ranks_per_node - 1) * _hw(kind, "tree", proto)
+                                      + math.floor(math.log2(p.nodes))
+                                      * _inter_lat(p, "tree", proto))
+    t_byte = _tree_factor(p) / p.net_bw
+    if p.ranks_per_node > 1:           # the chain: each GPU sends up and down
+        t_byte = max(t_byte, 2.0 / p.nvlink_bw)
+    b = f["tree"] / t_byte
+    if proto == "LL":
+        b = min(b * f["tree_LL"], _ll_max(p))
+    elif proto == "LL128":
+        b *= f["tree_LL128"]
+    return lat + s / (b * _tree_correction(s, proto))
+
+
+def _nvlstree(s, n, p, kind):
+    lat = _hw(kind, "nvlstree", "Simple") + 2 * math.floor(math.log2(p.nodes)) \
+        * _inter_lat(p, "nvlstree", "Simple")
+    b = 1.0 / max(1.0 / p.nvls_bw, _tree_factor(p) / p.net_bw)
+    return lat + s / b
+
+
+def _collnet(s, n, p, kind):
+    f = data.nccl_constant("protocol_factor")
+    g = p.ranks_per_node
+    algo = "collnet_direct" if p.nvswitch else "collnet_chain"
+    if p.nvswitch:      # tuning.cc 418-421: 0.4 us per extra local rank
+        lat = 2 * (min(1, g - 1) * _hw(kind, algo, "Simple") + (g - 1) * 0.4e-6)
+    else:
+        lat = 2 * (g - 1) * _hw(kind, algo, "Simple")
+    lat += _inter_lat(p, algo, "Simple")
+    intra = p.nvls_bw if p.nvls_bw else p.nvlink_bw / 2
+    b = 1.0 / max(1.0 / intra, 1.0 / p.net_bw)     # the switch reduces: S per node
+    if p.nvswitch and p.arch in ("hopper", "blackwell"):
+        b *= f["collnet_direct_sm90"]
+    return lat + s / b
+
+
+def _direct(collective, s, n, p, kind):
+    """alltoall / sendrecv across nodes: one network step of NCCL's point-to-point
+    path; bytes bound by the NICs (the share of the sending rank) and NVLink."""
+    lat = _base("ring", "Simple") + _inter_lat(p, "ring", "Simple")
+    g = p.ranks_per_node
+    if collective == "alltoall":
+        t_net = g * (n - g) / n / p.net_bw
+        t_nv = (g - 1) / n / p.nvlink_bw
+        return lat + s * max(t_net, t_nv)
+    return lat + s / min(p.net_bw / g, p.nvlink_bw)
+
+
+def candidates(collective, p, algorithm="auto"):
+    """The (algorithm, protocol) pairs NCCL would consider across nodes.
+
+    LL128 needs GPUDirect RDMA (NCCL enables it only up to a PXN/PXB path between
+    GPU and NIC, tuning.cc 518-536); NVLSTree needs NVLS and two or more ranks per
+    node; CollNet needs SHARP in the switches.
+    """
+    if collective in ("alltoall", "sendrecv"):
+        algos = ["direct"]
+    elif collective == "all_reduce":
+        algos = ["ring", "tree"]
+        if p.nvls_bw and p.ranks_per_node >= 2:
+            algos.append("nvlstree")
+        if p.sharp:
+            algos.append("collnet")
+    else:
+        algos = ["ring"]
+    if algorithm != "auto":
+        if algorithm not in algos:
+            why = {"tree": "all_reduce", "nvlstree": "all_reduce on NVSwitch nodes "
+                   "with NVLS and two or more ranks per node",
+                   "collnet": "all_reduce with SHARP in the switches (sharp=True)",
+                   "direct": "alltoall or sendrecv", "ring": "a collective other than "
+                   "alltoall and sendrecv"}.get(algorithm, "one NVLink domain")
+            raise ValueError(f"algorithm {algorithm!r} across {p.nodes} nodes needs "
+                             f"{why}; available for {collective}: {', '.join(algos)}")
+        algos = [algorithm]
+    out = []
+    for a in algos:
+        if a in ("ring", "tree"):
+            protos = ("LL", "LL128", "Simple") if p.gdr else ("LL", "Simple")
+        else:
+            protos = ("Simple",)
+        out.extend((a, pr) for pr in protos)
+    return out
+
+
+def _one(collective, s, n, p, algo, proto):
+    kind = p.intra
+    if algo == "ring":
+        return _ring(collective, s, n, p, proto, kind)
+    if algo == "tree":
+        return _tree(s, n, p, proto, kind)
+    if algo == "nvlstree":
+        return _nvlstree(s, n, p, kind)
+    if algo == "collnet":
+        return _collnet(s, n, p, kind)
+    return _direct(collective, s, n, p, kind)
+
+
+def collective_times(collective, message_bytes, n_ranks, system, *, algorithm="auto",
+                     protocol="auto", nvls=True, host_time=0.0):
+    """Times of a collective across nodes, as NCCL's tuner would run it.
+
+    Parameters
+    ----------
+    collective : str
+        One of :data:`BUSBW_OPS`.
+    message_bytes : array_like
+        nccl-tests' ``size``. [B]
+    n_ranks : int
+        Ranks; they must span two or more nodes (NVLink domains).
+    system : systems.System or str
+    algorithm : "auto" or one of :data:`NET_ALGORITHMS`
+    protocol : "auto" or one of ``"LL"``, ``"LL128"``, ``"Simple"``
+    nvls : bool
+        Allow NVLSTree where the NVSwitch reduces in the switch.
+    host_time : float or array_like
+        The host's time per call (the caller's launch model); each time is at
+        least this. [s]
+
+    Returns
+    -------
+    dict
+        ``time`` [s], ``algorithm`` and ``protocol`` (arrays, one per size).
+
+    Examples
+    --------
+    >>> from gpulab import network
+    >>> c = network.scale_out("dgx-h100-spod", 2)
+    >>> r = collective_times("all_reduce", [8, 2**30], 16, c)
+    >>> r["algorithm"].tolist()
+    ['tree', 'nvlstree']
+    """
+    check_choice("collective", collective, BUSBW_OPS)
+    system = systems.resolve(system)
+    n = check_int("n_ranks", n_ranks, low=2, high=system.n_gpus)
+    check_choice("algorithm", algorithm, ("auto",) + NET_ALGORITHMS)
+    check_choice("protocol", protocol, ("auto",) + data.PROTOCOLS)
+    if not isinstance(nvls, (bool, np.bool_)):
+        raise ValueError(f"nvls must be True or False; got {nvls!r}")
+    s = np.atleast_1d(as_number("message_bytes", message_bytes, low=0,
+                                low_inclusive=False, max_ndim=1)).astype(float)
+    p = network_path(system, n, nvls=bool(nvls))
+    if p.nodes < 2:
+        raise ValueError(f"n_ranks must span two or more nodes of {system.name!r} "
+                         f"({system.scale_up_domain} GPUs each); got {n}")
+    pairs = candidates(collective, p, algorithm)
+    if protocol != "auto":
+        pairs = [(a, pr) for a, pr in pairs if pr == protocol]
+        if not pairs:
+            raise ValueError(f"protocol {protocol!r} is not available for {collective} "
+                             f"with algorithm {algorithm!r} here")
+    # NCCL's tuner compares the GPU times; the host's time per call only floors
+    # the result (nccl-tests issues calls back to back)
+    times = np.vstack([_one(collective, s, n, p, a, pr) for a, pr in pairs])
+    best = np.argmin(times, axis=0)
+    idx = np.arange(s.size)
+    return {"time": np.maximum(host_time, times[best, idx]),
+            "algorithm": np.array([pairs[i][0] for i in best]),
+            "protocol": np.array([pairs[i][1] for i in best])}
+
+
+def algorithm_table(collective, sizes, nodes, system, *, nics=None, fabric=None,
+                    sharp=None, gdr=True, nvls=True):
+    """Every algorithm's predicted time per size on ``nodes`` nodes (the explorer's
+    table): the fastest protocol of each algorithm, and which one NCCL's tuner picks.
+
+    Parameters
+    ----------
+    collective : str
+    sizes : array_like
+        nccl-tests' ``size``. [B]
+    nodes : int
+        Nodes (>= 2); all their GPUs are ranks.
+    system : str or systems.System
+        A cluster preset, a system preset or a System (see :func:`scale_out`).
+    nics, fabric, sharp, gdr
+        As in :func:`scale_out`.
+    nvls : bool
+
+    Returns
+    -------
+    list of dict
+        One row per (size, algorithm): ``size_bytes``, ``algorithm``, ``protocol``,
+        ``time_s``, ``algbw`` and ``busbw`` [B/s], ``chosen`` (True for NCCL's pick).
+
+    Examples
+    --------
+    >>> rows = algorithm_table("all_reduce", [2**30], 2, "dgx-a100-spod")
+    >>> [(r["algorithm"], r["chosen"]) for r in rows]
+    [('ring', False), ('tree', True)]
+    """
+    c = scale_out(system, check_int("nodes", nodes, low=2, high=100_000), nics=nics,
+                  fabric=fabric, sharp=sharp, gdr=gdr)
+    s = np.atleast_1d(as_number("sizes", sizes, low=0, low_inclusive=False,
+                                max_ndim=1)).astype(float)
+    n = c.n_gpus
+    p = network_path(c, n, nvls=nvls)
+    best = collective_times(collective, s, n, c, nvls=nvls)
+    factor = busbw_factor(collective, n)
+    algos = list(dict.fromkeys(a for a, _ in candidates(collective, p)))
+    rows = []
+    for j, size in enumerate(s):
+        for a in algos:
+            r = collective_times(collective, s[j:j + 1], n, c, algorithm=a, nvls=nvls)
+            t = float(r["time"][0])
+            rows.append({"size_bytes": float(size), "algorithm": a,
+                         "protocol": str(r["protocol"][0]), "time_s": t,
+                         "algbw": size / t, "busbw": size / t * factor,
+                         "chosen": a == best["algorithm"][j]})
+    return rows

@@ -1,0 +1,120 @@
+"""Public multi-node nccl-tests results and the model's error against them.
+
+``gpulab/data/measurements/public_multinode.csv`` holds published outputs (a vendor's
+or a user's run, cited row by row, ``kind = published``). They are used to check the
+model, never to set its constants.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import functools
+from pathlib import Path
+
+import numpy as np
+
+from .. import systems
+from .cluster import scale_out
+from .model import busbw_factor, collective_times
+
+_CSV = Path(__file__).resolve().parents[1] / "data" / "measurements" / \
+    "public_multinode.csv"
+
+#: Size bands of :func:`public_errors`: (name, low, high) [B], and the metric and
+#: target of each (busbw within 15 % from 1 GiB, time within 30 % below 64 KiB).
+BANDS = (("< 64 KiB", 0, 64 * 2**10, "time", 0.30),
+         ("64 KiB - 1 GiB", 64 * 2**10, 2**30, "busbw", None),
+         (">= 1 GiB", 2**30, float("inf"), "busbw", 0.15))
+
+
+@functools.lru_cache(maxsize=1)
+def _rows():
+    with open(_CSV, encoding="utf-8", newline="") as fh:
+        return tuple(csv.DictReader(fh))
+
+
+def public_results():
+    """The published multi-node results, one dict per row (numbers as floats).
+
+    >>> rows = public_results()
+    >>> sorted({r["system"] for r in rows})[:2]
+    ['aws-p5', 'dgx-a100-spod']
+    """
+    out = []
+    for r in _rows():
+        row = dict(r)
+        for k in ("nodes", "gpus_per_node", "size_bytes"):
+            row[k] = int(row[k])
+        for k in ("time_us", "busbw_gbps"):
+            row[k] = float(row[k]) if row[k] != "" else None
+        out.append(row)
+    return out
+
+
+def cluster_of(row):
+    """The System a public row ran on: its cluster preset scaled to its nodes, with
+    its NICs and fabric; fewer GPUs per node than the preset's form a stand-in node
+    of that many GPUs (each with its share of the NICs the row names)."""
+    c = scale_out(row["system"], row["nodes"], nics=row["nics"], fabric=row["fabric"])
+    g = row["gpus_per_node"]
+    if g < c.gpus_per_node:
+        nv = dataclasses.replace(c.nvlink, domain_gpus=g, peer_links=None)
+        c = dataclasses.replace(c, gpus_per_node=g, n_gpus=g * row["nodes"], nvlink=nv,
+                                name=f"{c.name} [{g} GPU per node]")
+    return systems.resolve(c)
+
+
+def predicted(row):
+    """(time [s], busbw [B/s], algorithm) the model predicts for a public row."""
+    c = cluster_of(row)
+    n = row["nodes"] * row["gpus_per_node"]
+    r = collective_times(row["collective"], [row["size_bytes"]], n, c)
+    t = float(r["time"][0])
+    return t, row["size_bytes"] / t * busbw_factor(row["collective"], n), \
+        str(r["algorithm"][0])
+
+
+def public_errors():
+    """The model's error against each public source, per size band.
+
+    Returns
+    -------
+    list of dict
+        One row per (source, system, nodes, band): ``points``, ``metric``
+        (``"time"`` below 64 KiB, ``"busbw"`` above), ``median_error`` and
+        ``worst_error`` (model / published - 1, signed; worst = largest magnitude),
+        ``target`` (0.30, 0.15 or None) and ``within`` (worst within target, or None).
+
+    Examples
+    --------
+    >>> e = public_errors()
+    >>> {r["band"] for r in e} <= {b[0] for b in BANDS}
+    True
+    """
+    groups = {}
+    for row in public_results():
+        t, bus, _ = predicted(row)
+        for name, low, high, metric, target in BANDS:
+            if not low <= row["size_bytes"] < high:
+                continue
+            if metric == "time":
+                if row["time_us"] is None:
+                    continue
+                err = t / (row["time_us"] * 1e-6) - 1
+            else:
+                if not row["busbw_gbps"]:
+                    continue
+                err = bus / (row["busbw_gbps"] * 1e9) - 1
+            key = (row["url"], row["system"], row["nodes"], name)
+            groups.setdefault(key, (metric, target, []))[2].append(err)
+    out = []
+    for (url, system, nodes, band), (metric, target, errs) in groups.items():
+        e = np.asarray(errs)
+        worst = float(e[np.argmax(np.abs(e))])
+        out.append({"url": url, "system": system, "nodes": nodes, "band": band,
+                    "points": int(e.size), "metric": metric,
+                    "median_error": float(np.median(e)), "worst_error": worst,
+                    "target": target,
+                    "within": None if target is None else abs(worst) <= target})
+    return out
+
