@@ -12,13 +12,12 @@ from .. import collectives, network, units
 
 #: Grid of the network chart: cluster presets, node counts, fabrics ("preset": the
 #: cluster's own) and marked sizes [B].
-NETWORK_CLUSTERS = ("dgx-h100-spod", "dgx-a100-spod", "aws-p5", "gcp-a3-mega",
-                    "azure-nd-h100-v5")
-NETWORK_CHART_NODES = (2, 4, 8, 16, 32)
-NETWORK_CHART_FABRICS = ("preset", "ib", "roce", "efa", "tcpx")
-NETWORK_MARKS = tuple(2 ** k for k in (3, 10, 16, 20, 24, 27, 30, 32))   # 8 B .. 4 GiB
-#: Message sizes of each curve: powers of two, 8 B to 16 GiB. [B]
-NETWORK_CURVE = tuple(2 ** k for k in range(3, 35))
+NETWORK_CLUSTERS = ("dgx-h100-spod", "dgx-a100-spod", "aws-p5", "gcp-a3-mega")
+NETWORK_CHART_NODES = (2, 8, 32)
+NETWORK_CHART_FABRICS = ("preset", "ib", "efa", "tcpx")
+NETWORK_MARKS = tuple(2 ** k for k in (4, 12, 20, 26, 30))   # 16 B .. 1 GiB
+#: Message sizes of each curve: powers of four, 16 B to 16 GiB. [B]
+NETWORK_CURVE = tuple(2 ** k for k in range(4, 35, 2))
 
 
 def network_chart(cluster="dgx-h100-spod", nodes=2, fabric="preset",
@@ -55,31 +54,30 @@ def network_chart(cluster="dgx-h100-spod", nodes=2, fabric="preset",
 
     def point(cluster, nodes, fabric, size):
         c, pred, path, pub = curve(cluster, nodes, fabric)
+        # "algorithm" is NCCL's pick, or "published" for a published point
         rows = [{"bytes": b, "busbw": float(pred.busbw[i]) / units.GB,
-                 "series": "model", "algorithm": str(pred.algorithm[i])}
+                 "algorithm": str(pred.algorithm[i])}
                 for i, b in enumerate(NETWORK_CURVE)]
-        rows += [{"bytes": b, "busbw": v, "series": "published",
-                  "algorithm": "published"} for b, v, _ in pub if v]
+        rows += [{"bytes": b, "busbw": v, "algorithm": "published"}
+                 for b, v, _ in pub if v]
         i = NETWORK_CURVE.index(size)
         bus = float(pred.busbw[i])
         node_nics = path.nics * path.nic_rate
-        lines = [f"all_reduce of {units.fmt_bytes(size)} over {c.n_gpus} GPUs "
-                 f"({nodes} nodes of {cluster}, {path.nics:g} NICs of "
-                 f"{path.nic_rate * 8 / 1e9:.0f} Gb/s per node):",
-                 f"{units.fmt_time(float(pred.time[i]))} per call, busbw "
-                 f"{bus / units.GB:.1f} GB/s per direction; NCCL's pick in the model: "
-                 f"{pred.algorithm[i]} ({pred.protocol[i]}).",
-                 f"The node's NICs together: {node_nics / units.GB:.0f} GB/s per "
-                 "direction."]
+        lines = [f"{units.fmt_bytes(size)} over {c.n_gpus} GPUs, {path.nics:g} NICs of "
+                 f"{path.nic_rate * 8 / 1e9:.0f} Gb/s per node "
+                 f"({node_nics / units.GB:.0f} GB/s per direction together):",
+                 f"{units.fmt_time(float(pred.time[i]))}, busbw "
+                 f"{bus / units.GB:.1f} GB/s; NCCL's pick: {pred.algorithm[i]} "
+                 f"({pred.protocol[i]})."]
         hit = [t for b, _, t in pub if b == size and t]
         t = float(pred.time[i])
         if hit:
             lines.append(f"Published: {units.fmt_time(hit[0] * units.US)} (model "
                          f"{100 * (t / (hit[0] * units.US) - 1):+.0f}% in time).")
         elif pub:
-            lines.append("Published points (crosses) at other sizes.")
+            lines.append("Published runs: crosses.")
         else:
-            lines.append("No published run of this configuration in the course's data.")
+            lines.append(" ")
         return rows, "\n".join(lines)
 
     def plot(base):
@@ -88,14 +86,14 @@ def network_chart(cluster="dgx-h100-spod", nodes=2, fabric="preset",
                                 labelExpr=BYTES_LABEL_EXPR),
                   title="Message size")
         y = alt.Y("busbw:Q", title="busbw [GB/s, per direction]")
-        model = base.transform_filter("datum.series == 'model'")
+        model = base.transform_filter("datum.algorithm != 'published'")
         line = model.mark_line(color="#999999").encode(x=x, y=y)
         dots = model.mark_point(filled=True, size=30).encode(
             x=x, y=y, color=alt.Color("algorithm:N", title="NCCL's pick",
                                       legend=alt.Legend(orient="bottom")),
             tooltip=[alt.Tooltip("bytes:Q", format=","), "algorithm:N",
                      alt.Tooltip("busbw:Q", format=".4g")])
-        pub = base.transform_filter("datum.series == 'published'").mark_point(
+        pub = base.transform_filter("datum.algorithm == 'published'").mark_point(
             shape="cross", size=70, color="#222222", filled=True).encode(
             x=x, y=y, tooltip=[alt.Tooltip("bytes:Q", format=","),
                                alt.Tooltip("busbw:Q", format=".4g")])
@@ -105,5 +103,5 @@ def network_chart(cluster="dgx-h100-spod", nodes=2, fabric="preset",
 
     return build("network", "Predicted all_reduce busbw across nodes (crosses: "
                  "published runs)", controls, point, plot,
-                 rows_by=("cluster", "nodes", "fabric"), summary_lines=4,
+                 rows_by=("cluster", "nodes", "fabric"), summary_lines=3,
                  note="all_reduce, all GPUs of every node, the preset's NICs")
