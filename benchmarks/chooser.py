@@ -1,5 +1,10 @@
 """Benchmark the layout chooser: rank every layout of a 70B model on 64 GPUs.
 
+``--system`` and ``--gpus`` pick another cluster (a system preset scaled with
+:func:`gpulab.parallelism.cluster`, or a cluster preset of
+:data:`gpulab.network.CLUSTER_PRESETS` scaled with :func:`gpulab.network.scale_out`),
+e.g. ``--system dgx-h100-spod --gpus 512``; the picks are printed either way.
+
 The cluster is eight HGX H200 nodes (8x H200 SXM each, NVSwitch inside a node, one
 400 Gb/s InfiniBand NIC per GPU between nodes): the ``hgx-h200-2node`` preset scaled
 to eight nodes with :func:`gpulab.parallelism.cluster`. For each model (the source
@@ -14,7 +19,8 @@ exceeds ``--limit-s`` (default 1 s), or if the cold pass of any case does.
 
 Usage::
 
-    python benchmarks/chooser.py [--repeat 5] [--limit-s 1.0]
+    python benchmarks/chooser.py [--repeat 5] [--limit-s 1.0] [--system NAME]
+                                 [--gpus N]
 """
 from __future__ import annotations
 
@@ -23,7 +29,7 @@ import statistics
 import sys
 import time
 
-from gpulab import parallelism as par
+from gpulab import network, parallelism as par, systems
 
 CASES = [
     ("70b", {}),
@@ -33,9 +39,9 @@ CASES = [
 ]
 
 
-def run(system, model, opts):
+def run(system, model, opts, gpus=64):
     t0 = time.perf_counter()
-    r = par.rank_layouts(model, system, 64, global_batch=512, micro_batch=1,
+    r = par.rank_layouts(model, system, gpus, global_batch=8 * gpus, micro_batch=1,
                          zero=1, **opts)
     return time.perf_counter() - t0, r
 
@@ -44,13 +50,21 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--limit-s", type=float, default=1.0)
+    ap.add_argument("--system", default="hgx-h200-2node",
+                    help="system or cluster preset (default hgx-h200-2node)")
+    ap.add_argument("--gpus", type=int, default=64, help="GPUs to rank (default 64)")
     args = ap.parse_args(argv)
-    system = par.cluster("hgx-h200-2node", 8)
+    if args.system in network.CLUSTER_PRESETS:
+        per_node = systems.get(network.cluster_preset(args.system)["node"]).gpus_per_node
+        system = network.scale_out(args.system, -(-args.gpus // per_node))
+    else:
+        per_node = systems.get(args.system).gpus_per_node
+        system = par.cluster(args.system, -(-args.gpus // per_node))
     worst, worst_cold = 0.0, 0.0
     print(f"system: {system.name} ({system.n_gpus} GPUs)")
     for model, opts in CASES:
-        cold, r = run(system, model, opts)
-        times = [run(system, model, opts)[0] for _ in range(args.repeat)]
+        cold, r = run(system, model, opts, args.gpus)
+        times = [run(system, model, opts, args.gpus)[0] for _ in range(args.repeat)]
         med = statistics.median(times)
         worst, worst_cold = max(worst, med), max(worst_cold, cold)
         n = len(r.valid) + len(r.invalid)

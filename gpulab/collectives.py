@@ -22,6 +22,7 @@ Examples
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -142,6 +143,13 @@ def model_constant(path):
         return specs.assumption("nccl", path)
     except ValueError as exc:
         raise ValueError(str(exc).replace("name must", "path must", 1)) from None
+
+
+@functools.lru_cache(maxsize=None)
+def _constant(path):
+    """:func:`model_constant`, cached for the model's inner loops (the stored value:
+    read it, never modify it)."""
+    return model_constant(path)
 
 
 def wire_factor(collective, n_ranks, algorithm="ring"):
@@ -307,7 +315,7 @@ def _candidates(collective, n, system, transport, algorithm, nvls=True):
     nvls_hw = (collective == "all_reduce" and getattr(system.nvlink, "nvls", False)
                and nvls)
     nvls_ok = (nvls_hw and transport == "p2p" and nodes == 1
-               and n >= int(model_constant("nvls/min_ranks")))
+               and n >= int(_constant("nvls/min_ranks")))
     if algorithm != "auto":
         if algorithm == "nvls" and not (nvls_hw and transport == "p2p"
                                         and nodes == 1):
@@ -350,7 +358,7 @@ def _const(system, path):
     """A model constant, taking the system's calibrated overrides
     (``System.collective_model``, written by ``gpulab fit``) first; mappings are
     merged key by key."""
-    base = model_constant(path)
+    base = _constant(path)
     node = getattr(system, "collective_model", None)
     for key in path.split("/"):
         if not isinstance(node, dict) or key not in node:
@@ -418,10 +426,10 @@ def _single_time(collective, s, n, system, transport, algorithm, protocol, bw_in
     host = _host_time(system, transport, collective, s, g)
     eff = _efficiency(transport, collective, n, system)
     if algorithm == "nvls":
-        b = bw_intra * model_constant("nvls/efficiency")
-        fill = _fill_bytes(s, model_constant("nvls/fill"),
-                           model_constant("nvls/fill_bytes")) / b
-        return np.maximum(host, model_constant("nvls/latency_s") + s / b + fill)
+        b = bw_intra * _constant("nvls/efficiency")
+        fill = _fill_bytes(s, _constant("nvls/fill"),
+                           _constant("nvls/fill_bytes")) / b
+        return np.maximum(host, _constant("nvls/latency_s") + s / b + fill)
     proto = _protocol(system, transport, protocol)
     b = bw_intra * eff * proto["bandwidth"]
     if algorithm == "tree":
@@ -596,6 +604,11 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
                            np.full(s.shape, "none"), scalar)
     nodes = _domains_used(system, n)
     if nodes > 1:
+        if algorithm in ("nvls", "direct") and collective == "all_reduce":
+            raise ValueError(f"algorithm {algorithm!r} needs all_reduce inside one "
+                             f"NVLink domain; {n} ranks span {nodes} domains of "
+                             f"{system.name!r} (across nodes: 'ring', 'tree', "
+                             "'nvlstree' or 'collnet')")
         # across nodes: NCCL's multi-node algorithms (gpulab.network); the host's
         # time per call is the same launch model as inside a node
         r = network.collective_times(collective, s, n, system, algorithm=algorithm,
@@ -653,7 +666,7 @@ def _nccl_estimate(collective, s, n, system, transport, algorithm, protocol, bw,
     H200; a protocol NCCL disables there is never picked). NCCL picks by this
     table, not by the fastest real time: on 2x H200 it leaves LL for Simple at
     2 MiB although LL is still faster there."""
-    tune = model_constant(f"nccl_tuning/{transport}").get(protocol)
+    tune = _constant(f"nccl_tuning/{transport}").get(protocol)
     if tune is None:
         return np.full(np.shape(s), np.inf)
     algo = algorithm
@@ -662,7 +675,7 @@ def _nccl_estimate(collective, s, n, system, transport, algorithm, protocol, bw,
     # rate), and all_gather / reduce_scatter charged all_reduce's bytes: that is
     # what NCCL's logged choices on 2x H200 follow (its printed all_gather rate,
     # twice all_reduce's, would put the switch a factor 2 too late)
-    b = bw * model_constant(f"nccl_tuning/{transport}/efficiency") * tune["bandwidth"]
+    b = bw * _constant(f"nccl_tuning/{transport}/efficiency") * tune["bandwidth"]
     wire = wire_factor("all_reduce" if collective in ("all_gather", "reduce_scatter")
                        else collective, n, algo) * np.asarray(s, dtype=float)
     return tune["latency_s"] + steps * tune["hop_s"] + wire / b

@@ -14,6 +14,12 @@ back-to-back loop (hardware plus the caller's per-call issue cost,
 ``<caller>_b2b_GBps``, to compare with a copy benchmark written with that caller.
 ``--direction both``: pinned h2d and d2h at the same time.
 
+Across nodes: ``--nodes N`` scales the system (a system preset, or a cluster preset
+of :data:`gpulab.network.CLUSTER_PRESETS` such as ``dgx-h100-spod``) to N nodes
+(:func:`gpulab.network.scale_out`; ranks default to all its GPUs); ``--nics
+COUNTxRATE`` (``8x400G``: NICs per node and Gb/s per NIC), ``--fabric
+ib|roce|efa|tcpx`` and ``--sharp on|off`` change its network.
+
 ``--collective NAME --ranks N`` (:func:`gpulab.collectives.predict`) prints what
 nccl-tests would print. The table has nccl-tests' out-of-place columns (``size``,
 ``count``, ``type``, ``redop``, ``root``, ``time(us)``, ``algbw(GB/s)``,
@@ -34,6 +40,9 @@ Examples::
     gpulab predict --copy p2p --system h100-pcie --min-bytes 1M --max-bytes 1G --factor 4
     gpulab predict --collective all_reduce --system hgx-h200 --ranks 8 -b 1M -e 4G
     gpulab predict --collective all_gather --system h200-x2-measured --transport shm
+    gpulab predict --collective all_reduce --system dgx-h100-spod --nodes 4
+    gpulab predict --collective all_reduce --system hgx-h200 --nodes 2 --nics 8x200G \
+        --fabric roce --format csv
     gpulab predict --list-systems
 """
 from __future__ import annotations
@@ -41,7 +50,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from .. import collectives, pcie, systems, units
+from .. import collectives, network, pcie, systems, units
 from .base import emit, nvls_enabled
 
 __all__ = ["register", "parse_size", "sweep_sizes"]
@@ -87,6 +96,29 @@ def _int_at_least(what, low):
 _factor = _int_at_least("factor", 2)
 _ranks = _int_at_least("ranks", 1)
 _gpus_per_process = _int_at_least("gpus-per-process", 1)
+_MAX_NODES = 100_000
+
+
+def _nodes(text):
+    """An argparse type: a node count in [1, 100000]."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not 1 <= value <= _MAX_NODES:
+        raise argparse.ArgumentTypeError(
+            f"invalid nodes {text!r}: must be an integer in [1, {_MAX_NODES}]")
+    return value
+
+
+def _nics(text):
+    """An argparse type: COUNTxRATE such as ``8x400G``."""
+    try:
+        network.parse_nics(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("nics must", "must", 1)) \
+            from None
+    return text
 
 
 def sweep_sizes(min_bytes, max_bytes, factor):
@@ -119,7 +151,9 @@ def _list_systems(args, out):
 
 #: Collective-only flags: refused with --copy.
 _COLLECTIVE_FLAGS = ("ranks", "transport", "algorithm", "protocol", "nvls",
-                     "gpus_per_process")
+                     "gpus_per_process", "nodes", "nics", "fabric", "sharp")
+#: Fabric kinds of --fabric (aliases of gpulab.network's fabric names).
+FABRIC_CHOICES = ("ib", "roce", "efa", "tcpx")
 #: nccl-tests' reduction op and root per collective (out-of-place columns).
 _REDOP = {"all_reduce": "sum", "reduce_scatter": "sum", "reduce": "sum"}
 _ROOT = {"broadcast": 0, "reduce": 0}
@@ -157,10 +191,7 @@ def _cmd_predict(args, out):
     if args.min_bytes > args.max_bytes:
         parser.error(f"argument --min-bytes: {args.min_bytes} is larger than "
                      f"--max-bytes {args.max_bytes}")
-    try:
-        system = systems.resolve(args.system)
-    except ValueError as exc:
-        parser.error(f"argument --system: {exc}")
+    system = _system(args, parser)
     sizes = sweep_sizes(args.min_bytes, args.max_bytes, args.factor)
     if len(sizes) > _MAX_ROWS:
         parser.error(f"argument --factor: the sweep would have {len(sizes)} rows "
@@ -168,6 +199,37 @@ def _cmd_predict(args, out):
     if args.collective is not None:
         return _predict_collective(args, out, system, sizes)
     return _predict_copy(args, out, system, sizes)
+
+
+def _system(args, parser):
+    """The system of ``--system``, scaled out by ``--nodes``/``--nics``/``--fabric``/
+    ``--sharp`` when given (or when ``--system`` names a cluster preset)."""
+    scaled = any(getattr(args, k, None) is not None
+                 for k in ("nodes", "nics", "fabric", "sharp"))
+    if not scaled and args.system not in network.CLUSTER_PRESETS:
+        try:
+            return systems.resolve(args.system)
+        except ValueError as exc:
+            parser.error(f"argument --system: {exc} (or a cluster preset: "
+                         f"{', '.join(network.CLUSTER_PRESETS)})")
+    nodes = args.nodes
+    if nodes is None:
+        try:
+            nodes = 1 if args.system in network.CLUSTER_PRESETS \
+                else systems.resolve(args.system).nodes
+        except ValueError as exc:
+            parser.error(f"argument --system: {exc}")
+    sharp = None if args.sharp is None else args.sharp == "on"
+    try:
+        return network.scale_out(args.system, nodes, nics=args.nics,
+                                 fabric=args.fabric, sharp=sharp)
+    except ValueError as exc:
+        msg = str(exc)
+        flag = {"nodes": "--nodes", "nics": "--nics", "fabric": "--fabric",
+                "sharp": "--sharp"}.get(msg.split(" ", 1)[0], "--system")
+        if "give nics and fabric" in msg:
+            flag = "--nics"
+        parser.error(f"argument {flag}: {msg}")
 
 
 def _predict_copy(args, out, system, sizes):
@@ -288,13 +350,18 @@ def _collective_table(args, out, system, n, transport, sizes, pred):
         via = f"P2P over NVLink{system.nvlink.generation}"
     line = units.fmt_bandwidth(collectives.fabric_bandwidth(system, transport))
     net = ""
-    if n > system.gpus_per_node:
-        net = ("; between nodes: network " + units.fmt_bandwidth(
-            collectives.fabric_bandwidth(system, transport, scope="inter")) +
-            " per GPU")
+    if n > system.scale_up_domain:
+        path = network.network_path(system, n, nvls=nvls_enabled(args.nvls))
+        nw = system.network
+        net = (f"; between {path.nodes} nodes: {nw.nics_per_node:g}x "
+               f"{nw.nic_rate.bytes_per_s * 8 / 1e9:g} Gb/s {nw.fabric} NICs per node"
+               f" ({nw.topology}, SHARP {'on' if nw.sharp else 'off'}, GPUDirect RDMA "
+               f"{'on' if nw.gdr else 'off'}), {path.net_bw / units.GB:.0f} GB/s per "
+               "node achieved, per direction (gpulab.network)")
     factor = collectives.busbw_factor(coll, n)
     per_rank = coll in _PER_RANK_COUNT
-    gpp = args.gpus_per_process or min(n, system.gpus_per_node)
+    gpp = args.gpus_per_process or (min(n, system.gpus_per_node)
+                                    if n <= system.scale_up_domain else 1)
     gpp_how = (f"nccl-tests -g {gpp}" if gpp > 1 else "nccl-tests under MPI, -g 1") + \
         ("" if args.gpus_per_process else "; --gpus-per-process changes it")
     out.write(
@@ -365,8 +432,9 @@ def register(sub, fmt):
                       help="collective, as nccl-tests' <name>_perf "
                            "(gpulab.collectives.predict)")
     s.add_argument("--system", metavar="NAME|FILE",
-                   help="system preset (see --list-systems) or a systems YAML file "
-                        "(FILE:NAME picks one of several)")
+                   help="system preset (see --list-systems), a cluster preset "
+                        f"({', '.join(network.CLUSTER_PRESETS)}) or a systems YAML "
+                        "file (FILE:NAME picks one of several)")
     s.add_argument("--memory", choices=pcie.MEMORY_KINDS,
                    help="host memory of h2d/d2h copies (default: pinned)")
     s.add_argument("--caller", choices=pcie.CALLERS,
@@ -395,6 +463,18 @@ def register(sub, fmt):
                    help="collective: GPUs one process drives (default: every rank of a "
                         "node, as nccl-tests -g N; 1: one process per GPU, as nccl-tests "
                         "under MPI or torchrun). Changes the host's time per call")
+    s.add_argument("--nodes", type=_nodes, metavar="N",
+                   help="collective: scale --system out to N nodes "
+                        "(gpulab.network.scale_out; ranks default to all GPUs)")
+    s.add_argument("--nics", type=_nics, metavar="COUNTxRATE",
+                   help="collective: NICs per node and Gb/s per NIC, e.g. 8x400G "
+                        "(default: the preset's)")
+    s.add_argument("--fabric", choices=FABRIC_CHOICES,
+                   help="collective: scale-out fabric: InfiniBand, RoCE, AWS EFA, "
+                        "Google GPUDirect-TCPX(O) (default: the preset's)")
+    s.add_argument("--sharp", choices=("on", "off"),
+                   help="collective: reduction in the network switches (NCCL CollNet "
+                        "/ SHARP; default off, as in NCCL)")
     s.add_argument("--min-bytes", "-b", type=parse_size, default=8, metavar="SIZE",
                    help="smallest size (default: 8)")
     s.add_argument("--max-bytes", "-e", type=parse_size, default=4 * 1024**3,

@@ -49,7 +49,7 @@ Examples
 >>> p.algorithm.tolist()
 ['tree', 'nvlstree']
 >>> r = collectives.predict("all_reduce", 2**30, c.n_gpus, c, algorithm="ring")
->>> 340e9 < r.busbw[0] < 8 * 50e9 * 0.94      # 8 NICs x 50 GB/s x 0.94, less latency
+>>> bool(340e9 < r.busbw[0] < 8 * 50e9 * 0.94)   # 8 NICs x 50 GB/s x 0.94, less latency
 True
 """
 from __future__ import annotations

@@ -87,9 +87,10 @@ def scale_out(system, nodes, *, nics=None, fabric=None, sharp=None, gdr=True):
     """
     node, net, base = _base_system(system)
     n = check_int("nodes", nodes, low=1, high=100_000)
-    for name, v in (("sharp", sharp), ("gdr", gdr)):
-        if v is not None and not isinstance(v, bool):
-            raise ValueError(f"{name} must be True or False; got {v!r}")
+    if sharp is not None and not isinstance(sharp, bool):
+        raise ValueError(f"sharp must be True, False or None; got {sharp!r}")
+    if not isinstance(gdr, bool):
+        raise ValueError(f"gdr must be True or False; got {gdr!r}")
     n_gpus = n * node.gpus_per_node
     need_net = n_gpus > node.scale_up_domain
     if net is None:

@@ -45,12 +45,22 @@ def record(path):
 
 def nccl_constant(name):
     """The value of NCCL constant ``name`` (``gpulab/data/network.yaml``, section
-    ``nccl``: copied from NCCL 2.30.7 ``src/graph/tuning.cc``).
+    ``nccl``: copied from NCCL 2.30.7 ``src/graph/tuning.cc``); a copy.
 
     >>> nccl_constant("hw_latency_s")["net"]["ring"]["LL"]
     2.7e-06
     """
-    return record(f"nccl/{name}")["value"]
+    return copy.deepcopy(constant_view(name))
+
+
+@functools.lru_cache(maxsize=None)
+def constant_view(name):
+    """Like :func:`nccl_constant` but the stored value itself (read-only: do not
+    modify), for the model's inner loops."""
+    node = _doc()["nccl"]
+    if not isinstance(name, str) or name not in node or name in ("version", "commit"):
+        raise ValueError(f"name must be an NCCL constant of network.yaml; got {name!r}")
+    return node[name]["value"]
 
 
 def nccl_version():
@@ -100,6 +110,7 @@ def canonical_fabric(name, param="fabric"):
     raise AssertionError(name)  # pragma: no cover (check_choice refused it)
 
 
+@functools.lru_cache(maxsize=64)
 def fabric(name):
     """The :class:`Fabric` named ``name`` (or an alias).
 
@@ -113,17 +124,22 @@ def fabric(name):
                   float(f["switch_hop_s"]["value"]), tuple(f.get("aliases", ())))
 
 
+@functools.lru_cache(maxsize=16)
+def _topology(name):
+    check_choice("topology", name, systems.NETWORK_TOPOLOGIES)
+    t = _doc()["topologies"][name]
+    return {"leaf_nodes": int(t["leaf_nodes"]["value"]),
+            "hops_inside": int(t["hops_inside"]), "hops_beyond": int(t["hops_beyond"]),
+            "description": t["description"]}
+
+
 def topology(name):
     """A topology's ``leaf_nodes``, ``hops_inside`` and ``hops_beyond``.
 
     >>> topology("rail_optimized")["leaf_nodes"]
     32
     """
-    check_choice("topology", name, systems.NETWORK_TOPOLOGIES)
-    t = _doc()["topologies"][name]
-    return {"leaf_nodes": int(t["leaf_nodes"]["value"]),
-            "hops_inside": int(t["hops_inside"]), "hops_beyond": int(t["hops_beyond"]),
-            "description": t["description"]}
+    return dict(_topology(name))
 
 
 _NICS = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+(?:\.\d+)?)\s*[gG](?:b|bit|bps)?(?:/s)?\s*$")

@@ -156,12 +156,14 @@ def network_path(system, n_ranks, nvls=True):
     hops = topo["hops_beyond"] if beyond else topo["hops_inside"]
     extra = fab.extra_latency_s + (hops - 1) * fab.switch_hop_s
     if not net.gdr:
-        # staged through host memory: every byte crosses the GPU's PCIe link, and
+        # staged through host memory: a GPU and its NIC share one PCIe uplink (the
+        # PCIe switch of a DGX-style node), which then carries every network byte
+        # twice per direction (sending: GPU to host; receiving: NIC to host), and
         # each network step waits for a device-to-host and a host-to-device copy
         host = pcie.encoded_bandwidth(system.pcie.generation,
                                       system.pcie.lanes).bytes_per_s
         pinned = system.host_copy.params("pinned", "d2h")
-        net_bw = min(net_bw, ppn * host * pinned.efficiency)
+        net_bw = min(net_bw, ppn * host * pinned.efficiency / 2)
         extra += pinned.latency_s + system.host_copy.params("pinned", "h2d").latency_s
     return NetworkPath(nodes, ppn, nics, rate, net_bw, nv_bw, nvls_bw, hops, extra,
                        fab.name, arch, net.gdr, net.sharp, nvswitch, intra)
@@ -169,11 +171,11 @@ def network_path(system, n_ranks, nvls=True):
 
 # --- NCCL's latencies ----------------------------------------------------------------
 def _hw(kind, algo, proto):
-    return data.nccl_constant("hw_latency_s")[kind][algo].get(proto, 0.0)
+    return data.constant_view("hw_latency_s")[kind][algo].get(proto, 0.0)
 
 
 def _base(algo, proto):
-    return data.nccl_constant("base_latency_s")[algo].get(proto, 0.0)
+    return data.constant_view("base_latency_s")[algo].get(proto, 0.0)
 
 
 def _inter_lat(p, algo, proto):
@@ -186,7 +188,7 @@ def _inter_lat(p, algo, proto):
 
 
 def _ll_max(p):
-    ll = data.nccl_constant("ll_max_bw_gb_per_s")
+    ll = data.constant_view("ll_max_bw_gb_per_s")
     return 1e9 * (ll["two_nodes"] if p.nodes <= 2 else ll["more_nodes"])
 
 
@@ -200,7 +202,7 @@ def _wire(collective, n):
 
 def _tree_correction(s, proto):
     """NCCL's tree correction of the bandwidth per size (tuning.cc 620-642)."""
-    table = np.asarray(data.nccl_constant("tree_correction")[proto])
+    table = np.asarray(data.constant_view("tree_correction")[proto])
     idx = np.floor(np.log2(np.maximum(np.asarray(s, float) / 64, 1))).astype(int)
     out = np.ones_like(np.asarray(s, float))
     ok = (np.asarray(s, float) >= 64) & (idx < table.size)
@@ -209,13 +211,13 @@ def _tree_correction(s, proto):
 
 
 def _ring(collective, s, n, p, proto, kind):
-    f = data.nccl_constant("protocol_factor")
+    f = data.constant_view("protocol_factor")
     nsteps = 2 * (n - 1) if collective == "all_reduce" else (
         n - 1 if collective in ("all_gather", "reduce_scatter") else n)
     if collective in ("broadcast", "reduce"):
         lat = _base("ring", proto) + _inter_lat(p, "ring", proto)
     else:
-        overhead = data.nccl_constant("net_overhead_s") * (3 if proto == "Simple" else 1)
+        overhead = data.constant_view("net_overhead_s") * (3 if proto == "Simple" else 1)
         intra = max(_hw(kind, "ring", proto), overhead)
         n_inter = 2 * (p.nodes - 1) if collective == "all_reduce" else p.nodes - 1
         lat = _base("ring", proto) + (nsteps - n_inter) * intra \
@@ -223,7 +225,7 @@ def _ring(collective, s, n, p, proto, kind):
     lat = np.full(s.shape, lat)
     if collective == "all_reduce" and proto == "Simple":
         channels = max(1.0, 2 * p.nics)          # rings doubled (connect.cc line 460)
-        plateau = data.nccl_constant("ring_simple_plateau") if p.arch != "volta" else 1.9
+        plateau = data.constant_view("ring_simple_plateau") if p.arch != "volta" else 1.9
         lat = np.where(s / (channels * n) >= 64, lat * plateau, lat)
     b = min(p.net_bw, p.nvlink_bw)
     if proto == "LL":
@@ -241,7 +243,7 @@ def _tree_factor(p):
 
 
 def _tree(s, n, p, proto, kind):
-    f = data.nccl_constant("protocol_factor")
+    f = data.constant_view("protocol_factor")
     lat = _base("tree", proto) + 2 * ((p.ranks_per_node - 1) * _hw(kind, "tree", proto)
                                       + math.floor(math.log2(p.nodes))
                                       * _inter_lat(p, "tree", proto))
@@ -264,7 +266,7 @@ def _nvlstree(s, n, p, kind):
 
 
 def _collnet(s, n, p, kind):
-    f = data.nccl_constant("protocol_factor")
+    f = data.constant_view("protocol_factor")
     g = p.ranks_per_node
     algo = "collnet_direct" if p.nvswitch else "collnet_chain"
     if p.nvswitch:      # tuning.cc 418-421: 0.4 us per extra local rank

@@ -158,8 +158,8 @@ def collective_explorer(message_bytes=64 * units.MiB, n_ranks=8, system="hgx-h20
 
 #: Row labels of the fabric explorer's figure, one per collectives.ALGORITHMS entry.
 FABRIC_LABELS = {"ring": "ring", "tree": "tree", "direct": "direct (one-shot)",
-                 "nvls": "NVLS (in-switch)", "hierarchical": "hierarchical",
-                 "nvlstree": "NVLSTree (across nodes)", "collnet": "CollNet (SHARP)"}
+                 "nvls": "NVLS (in-switch)", "nvlstree": "NVLSTree (across nodes)",
+                 "collnet": "CollNet (SHARP)"}
 #: Message sizes of the fabric explorer: 1 KiB to 16 GiB, powers of two. [B]
 FABRIC_SIZES = tuple(2 ** k for k in range(10, 35))
 
@@ -171,8 +171,9 @@ def _fabric_reason(algorithm, collective, system, exc):
     if algorithm == "nvls":
         return "in-switch reduction stays inside one NVLink domain" \
             if system.nvlink.nvls else "no in-switch reduction on this system"
-    if algorithm in ("hierarchical", "nvlstree", "collnet"):
-        return "needs ranks in several NVLink domains"
+    if algorithm in ("nvlstree", "collnet"):
+        return "needs ranks in several NVLink domains" if "across nodes" in str(exc) \
+            else str(exc)[:70]
     return str(exc)[:70]
 
 

@@ -289,8 +289,44 @@ BASE = ["--system", "hgx-h200"]
      "argument --algorithm: algorithm 'nvls' needs all_reduce inside one NVLink"),
     (["--collective", "all_gather", *BASE, "--algorithm", "tree"],
      "argument --algorithm: algorithm 'tree' is modelled for all_reduce only"),
+    (["--collective", "all_reduce", *BASE, "--algorithm", "nvlstree"],
+     "argument --algorithm: algorithm 'nvlstree' needs all_reduce across nodes"),
     (["--collective", "all_reduce", *BASE, "--algorithm", "hierarchical"],
-     "argument --algorithm: algorithm 'hierarchical' needs all_reduce across nodes"),
+     "argument --algorithm: invalid choice"),
+    (["--collective", "all_reduce", *BASE, "--nodes", "0"],
+     "argument --nodes: invalid nodes '0': must be an integer in [1, 100000]"),
+    (["--collective", "all_reduce", *BASE, "--nodes", "100001"],
+     "argument --nodes: invalid nodes '100001'"),
+    (["--collective", "all_reduce", *BASE, "--nodes", "two"],
+     "argument --nodes: invalid nodes 'two'"),
+    (["--collective", "all_reduce", *BASE, "--nodes", "2", "--nics", "8x400"],
+     "argument --nics: must be COUNTxRATE such as '8x400G' (count 1-1024, rate "
+     "1-3200 Gb/s per NIC)"),
+    (["--collective", "all_reduce", *BASE, "--nodes", "2", "--nics", "0x400G"],
+     "argument --nics: must be COUNTxRATE"),
+    (["--collective", "all_reduce", *BASE, "--nodes", "2", "--nics", "8x9999G"],
+     "argument --nics: must be COUNTxRATE"),
+    (["--collective", "all_reduce", *BASE, "--nodes", "2", "--fabric", "omnipath"],
+     "argument --fabric: invalid choice: 'omnipath' (choose from 'ib', 'roce', "
+     "'efa', 'tcpx')"),
+    (["--collective", "all_reduce", *BASE, "--nodes", "2", "--sharp", "yes"],
+     "argument --sharp: invalid choice"),
+    (["--collective", "all_reduce", "--system", "h100-pcie", "--nodes", "2"],
+     "argument --nics: system 'h100-pcie' has no network section: give nics and "
+     "fabric"),
+    (["--collective", "all_reduce", *BASE, "--nodes", "2", "--algorithm", "collnet"],
+     "argument --algorithm: algorithm 'collnet' across 2 nodes needs all_reduce with "
+     "SHARP"),
+    (["--collective", "all_gather", *BASE, "--nodes", "2", "--algorithm", "tree"],
+     "argument --algorithm: algorithm 'tree' across 2 nodes needs all_reduce"),
+    (["--collective", "all_reduce", *BASE, "--nodes", "2", "--ranks", "17"],
+     "argument --ranks: 17 is more than the 16 GPUs"),
+    (["--copy", "p2p", *BASE, "--nodes", "2"],
+     "argument --nodes: applies to --collective only, not --copy"),
+    (["--copy", "p2p", *BASE, "--fabric", "ib"],
+     "argument --fabric: applies to --collective only"),
+    (["--collective", "all_reduce", "--system", "no-such-cluster", "--nodes", "2"],
+     "argument --system:"),
     (["--collective", "all_reduce", *BASE, "--algorithm", "butterfly"],
      "argument --algorithm: invalid choice"),
     (["--collective", "all_reduce", *BASE, "--protocol", "LL256"],
@@ -409,3 +445,38 @@ def test_nvls_flag_and_environment(monkeypatch, capsys):
     assert last_busbw("--nvls", "on") > 450
     monkeypatch.delenv("NCCL_NVLS_ENABLE")
     assert last_busbw("--nvls", "off") < 450
+
+
+# --- across nodes (gpulab.network) ---------------------------------------------------------
+def test_nodes_scale_the_system_and_ranks_default_to_all_gpus():
+    """--nodes 4 on a cluster preset: 32 ranks, the same numbers as
+    network.scale_out + collectives.predict, in the CSV columns of one node."""
+    from gpulab import network
+    text = run("--collective", "all_reduce", "--system", "dgx-h100-spod", "--nodes",
+               "4", "-b", "1M", "-e", "1G", "-f", "32", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert list(rows[0]) == CSV_COLUMNS
+    c = network.scale_out("dgx-h100-spod", 4)
+    p = C.predict("all_reduce", [2**20, 2**25, 2**30], 32, c)
+    for r, t in zip(rows, p.time):
+        assert float(r["time_us"]) == pytest.approx(t * 1e6, rel=1e-4)
+    table = run("--collective", "all_reduce", "--system", "dgx-h100-spod", "--nodes",
+                "4", "-b", "1G", "-e", "1G")
+    assert "nranks 32" in table and "between 4 nodes: 8x 400 Gb/s infiniband" in table
+
+
+def test_nics_fabric_and_sharp_change_the_prediction():
+    """Half the NICs halve a large ring's busbw; SHARP lets collnet in; EFA's extra
+    latency shows in the smallest message."""
+    base = ["--collective", "all_reduce", "--system", "hgx-h200", "--nodes", "4",
+            "--algorithm", "ring", "-b", "4G", "-e", "4G", "--format", "json"]
+    full = json.loads(run(*base))[0]["busbw_GBps"]
+    half = json.loads(run(*base, "--nics", "4x400G"))[0]["busbw_GBps"]
+    assert half == pytest.approx(full / 2, rel=0.03)
+    auto = ["--collective", "all_reduce", "--system", "hgx-h200", "--nodes", "4",
+            "-b", "8", "-e", "8", "--format", "json"]
+    assert json.loads(run(*auto, "--sharp", "on", "-b", "1G", "-e", "1G"))[0][
+        "algorithm"] in ("collnet", "nvlstree")
+    ib = json.loads(run(*auto))[0]["time_us"]
+    efa = json.loads(run(*auto, "--fabric", "efa"))[0]["time_us"]
+    assert efa > ib + 20

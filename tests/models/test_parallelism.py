@@ -271,10 +271,14 @@ def test_tp_wider_than_nvlink_domain_is_noted():
     st_ = par.step_time("70b", big, (16, 1, 4), global_batch=64)
     assert any("TP spans NVLink domains" in n for n in st_.notes)
     inside = par.step_time("70b", big, (8, 2, 4), global_batch=64)
-    # per call: the network (hierarchical all-reduce) is slower than NVLink/NVLS
+    # per call: never faster than inside one node. On two nodes NCCL's NVLSTree is
+    # bound by the in-switch reduction (the eight NICs carry the buffer once), so it
+    # costs about what NVLS costs on one node; without NVLS the NICs bind
     per_call = st_.tp_comm / st_.comm.tp_calls
-    # (the two-node all_reduce is NIC-bound: ~387 GB/s busbw on 16 ranks vs NVLS ~480)
-    assert per_call > 1.2 * inside.tp_comm / inside.comm.tp_calls
+    assert per_call >= inside.tp_comm / inside.comm.tp_calls
+    off = par.step_time("70b", big, (16, 1, 4), global_batch=64, nvls=False)
+    off_in = par.step_time("70b", big, (8, 2, 4), global_batch=64, nvls=False)
+    assert off.tp_comm / off.comm.tp_calls > 1.05 * off_in.tp_comm / off_in.comm.tp_calls
 
 
 def test_full_dp_overlap_hides_no_more_than_last_backward():

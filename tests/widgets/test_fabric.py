@@ -97,8 +97,8 @@ def test_default_state_is_the_static_figure(pred):
     assert [t.get_text() for t in w.view.ax.get_yticklabels()] == \
         [t.get_text() for t in ref.get_yticklabels()]
     assert w.highlighted == high == list(collectives.ALGORITHMS).index("nvls")
-    assert [a.get_text() for a in w.view.ax.texts[:5]] == \
-        [a.get_text() for a in ref.texts[:5]]
+    assert [a.get_text() for a in w.view.ax.texts[:6]] == \
+        [a.get_text() for a in ref.texts[:6]]
     s = w.summary.value
     assert "per direction" in s and "nvls" in s and "64 MiB" in s
     assert "450 GB/s per-direction NVLink line rate" in s
@@ -154,7 +154,7 @@ def test_system_change_bounds_the_ranks_with_one_update():
     w.controls["system"].value = "hgx-h200-2node"
     assert w.n_updates == n + 1 and ranks.max == 16 and ranks.value == 8
     ranks.value = 16
-    assert "hierarchical" in w.summary.value and "1/9" in w.summary.value
+    assert "nvlstree" in w.summary.value and "1/9" in w.summary.value
     assert w.view.ax.lines[1].get_visible()            # the network line
     n = w.n_updates
     w.controls["system"].value = "dgx-a100"
@@ -169,14 +169,14 @@ def test_system_change_bounds_the_ranks_with_one_update():
 
 def test_unavailable_algorithms_are_labelled():
     w = widgets.fabric_explorer(system="dgx-a100")
-    texts = [t.get_text() for t in w.view.ax.texts[:5]]
+    texts = [t.get_text() for t in w.view.ax.texts[:6]]
     i_nvls = list(collectives.ALGORITHMS).index("nvls")
-    i_hier = list(collectives.ALGORITHMS).index("hierarchical")
+    i_hier = list(collectives.ALGORITHMS).index("nvlstree")
     assert texts[i_nvls] == "no in-switch reduction on this system"
     assert texts[i_hier] == "needs ranks in several NVLink domains"
     assert w.view.ax.patches[i_nvls].get_width() == 0
     w.controls["collective"].value = "all_gather"
-    texts = [t.get_text() for t in w.view.ax.texts[:5]]
+    texts = [t.get_text() for t in w.view.ax.texts[:6]]
     assert texts[list(collectives.ALGORITHMS).index("tree")] == \
         "modelled for all_reduce only"
     w2 = widgets.fabric_explorer(system="h100-pcie")
