@@ -82,8 +82,7 @@ from .public import BANDS, cluster_of, predicted, public_errors, public_results 
 __all__ = [
     "scale_out", "CLUSTER_PRESETS", "cluster_preset", "algorithm_table",
     "collective_times", "network_path", "NetworkPath", "public_results",
-    "public_errors", "predicted", "cluster_of", "BANDS", "fabric", "fabric_names",
-    "canonical_fabric", "Fabric", "topology", "parse_nics", "nccl_constant",
-    "nccl_version", "record", "busbw_factor", "BUSBW_OPS", "NET_ALGORITHMS",
-    "PROTOCOLS", "candidates",
+    "public_errors", "BANDS", "fabric", "fabric_names", "Fabric", "topology",
+    "parse_nics", "nccl_constant", "nccl_version", "busbw_factor", "BUSBW_OPS",
+    "NET_ALGORITHMS", "PROTOCOLS",
 ]

@@ -19,11 +19,10 @@ def cluster_preset(name):
     >>> cluster_preset("aws-p5")["nics"]
     '32x100G'
     """
-    recs = data.cluster_records()
-    if name not in recs:
-        raise ValueError(f"cluster must be one of {', '.join(CLUSTER_PRESETS)}; "
+    if not isinstance(name, str) or name not in CLUSTER_PRESETS:
+        raise ValueError(f"name must be one of {', '.join(CLUSTER_PRESETS)}; "
                          f"got {name!r}")
-    return recs[name]
+    return data.cluster_records()[name]
 
 
 def _base_system(system):

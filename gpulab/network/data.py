@@ -53,14 +53,18 @@ def nccl_constant(name):
     return copy.deepcopy(constant_view(name))
 
 
-@functools.lru_cache(maxsize=None)
 def constant_view(name):
     """Like :func:`nccl_constant` but the stored value itself (read-only: do not
     modify), for the model's inner loops."""
     node = _doc()["nccl"]
     if not isinstance(name, str) or name not in node or name in ("version", "commit"):
         raise ValueError(f"name must be an NCCL constant of network.yaml; got {name!r}")
-    return node[name]["value"]
+    return _constant(name)
+
+
+@functools.lru_cache(maxsize=None)
+def _constant(name):
+    return _doc()["nccl"][name]["value"]
 
 
 def nccl_version():
@@ -110,14 +114,17 @@ def canonical_fabric(name, param="fabric"):
     raise AssertionError(name)  # pragma: no cover (check_choice refused it)
 
 
-@functools.lru_cache(maxsize=64)
 def fabric(name):
     """The :class:`Fabric` named ``name`` (or an alias).
 
     >>> fabric("ib").efficiency
     0.94
     """
-    key = canonical_fabric(name)
+    return _fabric(canonical_fabric(name, "name"))
+
+
+@functools.lru_cache(maxsize=16)
+def _fabric(key):
     f = _doc()["fabrics"][key]
     return Fabric(key, f["description"], float(f["efficiency"]["value"]),
                   float(f["extra_latency_s"]["value"]),
@@ -126,7 +133,6 @@ def fabric(name):
 
 @functools.lru_cache(maxsize=16)
 def _topology(name):
-    check_choice("topology", name, systems.NETWORK_TOPOLOGIES)
     t = _doc()["topologies"][name]
     return {"leaf_nodes": int(t["leaf_nodes"]["value"]),
             "hops_inside": int(t["hops_inside"]), "hops_beyond": int(t["hops_beyond"]),
@@ -139,6 +145,7 @@ def topology(name):
     >>> topology("rail_optimized")["leaf_nodes"]
     32
     """
+    check_choice("name", name, systems.NETWORK_TOPOLOGIES)
     return dict(_topology(name))
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import links, pcie, specs, systems
-from .._validate import as_number, check_choice, check_int
+from .._validate import as_number, check_choice, check_int, finite_answer
 from . import data
 from .cluster import scale_out
 
@@ -283,14 +283,18 @@ def _collnet(s, n, p, kind):
 
 def _direct(collective, s, n, p, kind):
     """alltoall / sendrecv across nodes: one network step of NCCL's point-to-point
-    path; bytes bound by the NICs (the share of the sending rank) and NVLink."""
+    path; bytes bound by the NICs and NVLink (alltoall: every rank's traffic to the
+    other nodes through the node's NICs)."""
     lat = _base("ring", "Simple") + _inter_lat(p, "ring", "Simple")
     g = p.ranks_per_node
     if collective == "alltoall":
         t_net = g * (n - g) / n / p.net_bw
         t_nv = (g - 1) / n / p.nvlink_bw
         return lat + s * max(t_net, t_nv)
-    return lat + s / min(p.net_bw / g, p.nvlink_bw)
+    # sendrecv: one rank per node sends across (the next node's first rank); it
+    # has its share of the NICs, and at least one whole NIC where the node has one
+    fab_nic = p.net_bw / max(p.nics, 1e-12) if p.nics >= 1 else p.net_bw
+    return lat + s / min(max(p.net_bw / g, min(fab_nic, p.net_bw)), p.nvlink_bw)
 
 
 def candidates(collective, p, algorithm="auto"):
@@ -343,6 +347,7 @@ def _one(collective, s, n, p, algo, proto):
     return _direct(collective, s, n, p, kind)
 
 
+@finite_answer
 def collective_times(collective, message_bytes, n_ranks, system, *, algorithm="auto",
                      protocol="auto", nvls=True, host_time=0.0):
     """Times of a collective across nodes, as NCCL's tuner would run it.
@@ -406,6 +411,7 @@ def collective_times(collective, message_bytes, n_ranks, system, *, algorithm="a
             "protocol": np.array([pairs[i][1] for i in best])}
 
 
+@finite_answer
 def algorithm_table(collective, sizes, nodes, system, *, nics=None, fabric=None,
                     sharp=None, gdr=True, nvls=True):
     """Every algorithm's predicted time per size on ``nodes`` nodes (the explorer's
@@ -439,7 +445,7 @@ def algorithm_table(collective, sizes, nodes, system, *, nics=None, fabric=None,
     c = scale_out(system, check_int("nodes", nodes, low=2, high=100_000), nics=nics,
                   fabric=fabric, sharp=sharp, gdr=gdr)
     s = np.atleast_1d(as_number("sizes", sizes, low=0, low_inclusive=False,
-                                max_ndim=1)).astype(float)
+                                high=1e18, max_ndim=1)).astype(float)
     n = c.n_gpus
     p = network_path(c, n, nvls=nvls)
     best = collective_times(collective, s, n, c, nvls=nvls)

@@ -88,6 +88,8 @@ from .memory import (  # noqa: F401
     inference_memory,
 )
 from .comm import (  # noqa: F401
+    ExpertAllToAll,
+    expert_alltoall_time,
     bucket_allreduce_time,
     tp_allreduce_count,
     Communication,
@@ -154,6 +156,8 @@ __all__ = [
     "InferenceMemory",
     "inference_memory",
     "bucket_allreduce_time",
+    "expert_alltoall_time",
+    "ExpertAllToAll",
     "tp_allreduce_count",
     "Communication",
     "step_communication",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import collectives
-from .._validate import as_number, check_choice, finite_answer
+from .._validate import as_number, check_choice, check_int, finite_answer
 from .layout import as_layout, as_system
 from .memory import stage_param_count
 from .model import RECOMPUTE, default_value, check_flag, check_positive, seq_len_of, as_model, check_zero
@@ -150,6 +150,96 @@ def bucket_allreduce_time(gradient_bytes, bucket_bytes, n_ranks, system,
     t = np.asarray(p.time, dtype=float)
     total = n_full * t[:size.size] + np.where(rem > 0, t[size.size:], 0.0)
     return total, np.ceil(g / size).astype(int)
+
+
+# --- expert parallelism --------------------------------------------------------------
+@dataclass(frozen=True)
+class ExpertAllToAll:
+    """The expert-parallel all-to-all of one MoE layer (see
+    :func:`expert_alltoall_time`).
+
+    Attributes
+    ----------
+    message_bytes : float
+        Each rank's alltoall buffer (nccl-tests' ``size``): its tokens' copies
+        routed to experts, ``tokens x top_k x hidden x bytes``. [B]
+    per_call : float
+        Time of one alltoall. [s]
+    calls : int
+        Alltoalls per layer and micro-batch: dispatch and combine, forward and
+        backward (4).
+    total : float
+        ``calls x per_call``. [s]
+    nodes : int
+        NVLink domains the EP group spans (1: it stays on NVLink / NVSwitch).
+    """
+
+    message_bytes: float
+    per_call: float
+    calls: int
+    total: float
+    nodes: int
+
+
+@finite_answer
+def expert_alltoall_time(tokens, hidden, ep, system, *, top_k=2, element_bytes=2.0,
+                         stride=1, nvls=True):
+    """Time of the expert-parallel (EP) all-to-alls of one MoE layer per micro-batch.
+
+    Each of the ``ep`` ranks sends every token's ``top_k`` copies to the ranks that
+    hold the chosen experts (dispatch) and gets the results back (combine), in the
+    forward and in the backward pass: four alltoalls of ``tokens x top_k x hidden x
+    element_bytes`` bytes per rank (routing assumed balanced: every rank receives as
+    much as it sends). The ranks are ``stride`` GPUs apart (Megatron places EP next
+    to TP: stride = TP); inside one NVLink domain (a node, or a whole NVL72 rack) the
+    alltoall runs over NVLink, across nodes it is bound by the NICs
+    (:func:`gpulab.collectives.predict`, one process per GPU).
+
+    Parameters
+    ----------
+    tokens : int
+        Tokens per rank per micro-batch (micro-batch x sequence length / CP).
+    hidden : int
+        Model width.
+    ep : int
+        Expert-parallel ranks (>= 2), at most the system's GPUs / stride.
+    system : systems.System or str
+        The cluster (:func:`gpulab.network.scale_out`, :func:`cluster`).
+    top_k : int
+        Experts per token.
+    element_bytes : float
+        Bytes per activation element (2: BF16; 1: FP8 dispatch).
+    stride : int
+        GPUs between consecutive EP ranks.
+    nvls : bool
+
+    Returns
+    -------
+    ExpertAllToAll
+
+    Examples
+    --------
+    >>> r = expert_alltoall_time(4096, 8192, 8, "hgx-h200")
+    >>> r.calls, r.nodes, r.message_bytes == 4096 * 2 * 8192 * 2
+    (4, 1, True)
+    """
+    s_ = as_system(system)
+    t = check_int("tokens", tokens, low=1, high=10**9)
+    h = check_int("hidden", hidden, low=1, high=10**7)
+    k = check_int("top_k", top_k, low=1, high=1024)
+    b = as_number("element_bytes", element_bytes, low=0, low_inclusive=False,
+                  high=8, allow_array=False)
+    st = check_int("stride", stride, low=1, high=s_.n_gpus)
+    e = check_int("ep", ep, low=2, high=max(2, s_.n_gpus // st))
+    if e * st > s_.n_gpus:
+        raise ValueError(f"ep x stride must be at most the {s_.n_gpus} GPUs of "
+                         f"{s_.name!r}; got ep={ep!r}, stride={stride!r}")
+    nv = check_flag("nvls", nvls)
+    msg = float(t) * k * h * b
+    group = _group_system(s_, e, st)
+    per_call = _ctime("alltoall", msg, e, group, bool(nv))
+    return ExpertAllToAll(msg, per_call, 4, 4 * per_call,
+                          max(1, math.ceil(e / group.scale_up_domain)))
 
 
 # --- counts, bubble, flops ---------------------------------------------------------

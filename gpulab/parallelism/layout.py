@@ -10,7 +10,7 @@ import numbers
 from dataclasses import dataclass
 
 
-from .. import systems
+from .. import network, systems
 from .._validate import check_choice, check_int
 from .memory import training_memory
 from .model import RECOMPUTE, default_value, check_flag, check_positive, seq_len_of, as_model, check_zero
@@ -65,6 +65,10 @@ def as_layout(layout):
 
 
 def as_system(system):
+    """A System from a preset name, a YAML path, a System, or a cluster preset of
+    :data:`gpulab.network.CLUSTER_PRESETS` (one node of it)."""
+    if isinstance(system, str) and system in network.CLUSTER_PRESETS:
+        return network.scale_out(system, 1)
     try:
         return systems.resolve(system)
     except ValueError as exc:
@@ -81,7 +85,9 @@ def cluster(system, nodes, network_from=None):
     system : systems.System or str
         A single- or multi-node preset; it must have a ``network`` section (the
         nodes talk over it) unless ``nodes`` is 1 or its NVLink domain already
-        spans ``nodes`` nodes.
+        spans ``nodes`` nodes. A cluster preset of
+        :data:`gpulab.network.CLUSTER_PRESETS` is scaled by
+        :func:`gpulab.network.scale_out`.
     nodes : int
         Number of nodes (>= 1).
     network_from : systems.System or str, optional
@@ -102,8 +108,10 @@ def cluster(system, nodes, network_from=None):
     >>> cluster("h100-pcie", 2, network_from="dgx-h100").network.nics_per_node
     8
     """
-    s = as_system(system)
     n = check_int("nodes", nodes, low=1, high=100_000)
+    if isinstance(system, str) and system in network.CLUSTER_PRESETS:
+        return network.scale_out(system, n)
+    s = as_system(system)
     if network_from is not None:
         try:
             donor = systems.resolve(network_from)

@@ -418,3 +418,20 @@ def test_second_machine_after_the_last_fit():
                               gpus_per_process=g).time / p.median
             assert np.abs(ratio[s >= 2**24] - 1).max() < 0.13, (transport, g, coll)
             assert ratio.min() > 0.75, (transport, g, coll, ratio.min())
+
+
+def test_across_nodes_predict_is_the_network_model():
+    """Ranks spanning nodes: predict = gpulab.network's NCCL model, floored by the
+    host's time per call (one process per GPU by default, as multi-node nccl-tests
+    run under mpirun) and by the same collective of one node's ranks."""
+    from gpulab import network
+    c = network.scale_out("dgx-h100-spod", 4)
+    s = 2.0 ** np.arange(3, 34, 2)
+    p = C.predict("all_reduce", s, 32, c)
+    r = network.collective_times("all_reduce", s, 32, c)
+    one = C.predict("all_reduce", s, 8, c, gpus_per_process=1).time
+    assert np.all(p.time >= r["time"] - 1e-15) and np.all(p.time >= one - 1e-15)
+    assert list(p.algorithm) == list(r["algorithm"])
+    assert set(p.algorithm) <= {"ring", "tree", "nvlstree"}
+    g1 = C.predict("all_reduce", 8, 32, c, gpus_per_process=1).time[0]
+    assert C.predict("all_reduce", 8, 32, c).time[0] == pytest.approx(g1)

@@ -165,7 +165,7 @@ def test_other_bad_input():
         N.scale_out("no-such-cluster", 2)
     with pytest.raises(ValueError, match="no network section"):
         N.scale_out("h100-pcie", 2)
-    with pytest.raises(ValueError, match="cluster must be one of"):
+    with pytest.raises(ValueError, match="name must be one of dgx-h100-spod"):
         N.cluster_preset("nope")
     with pytest.raises(ValueError, match="n_ranks must span two or more nodes"):
         N.collective_times("all_reduce", GIB, 8, N.scale_out("dgx-h100-spod", 2))
@@ -234,3 +234,57 @@ def test_public_errors_per_source_and_band():
         assert by[key]["within"], by[key]
     for e in errs:
         assert math.isfinite(e["median_error"]) and e["points"] >= 1
+
+
+# --- expert parallelism across nodes (parallelism.expert_alltoall_time) -----------------
+def test_expert_alltoall_inside_a_node_is_the_collective_model():
+    from gpulab import parallelism as par
+    r = par.expert_alltoall_time(4096, 8192, 8, "hgx-h200", top_k=2)
+    msg = 4096 * 2 * 8192 * 2
+    assert r.message_bytes == msg and r.nodes == 1 and r.calls == 4
+    assert r.per_call == pytest.approx(C.collective_time(
+        "alltoall", msg, 8, "hgx-h200", gpus_per_process=1))
+    assert r.total == pytest.approx(4 * r.per_call)
+
+
+def test_expert_alltoall_across_nodes_is_bound_by_the_nics():
+    """EP=16 over two DGX H100 nodes: each node sends 8 ranks x S x 8/16 through
+    376 GB/s of NICs (plus one network step's latency)."""
+    from gpulab import parallelism as par
+    r = par.expert_alltoall_time(4096, 8192, 16, N.scale_out("dgx-h100-spod", 2))
+    msg = 4096 * 2 * 8192 * 2
+    assert r.nodes == 2
+    assert r.per_call == pytest.approx(8 * msg * 8 / 16 / 376e9, rel=0.02)
+
+
+def test_nvl72_is_one_expert_parallel_domain():
+    """EP=64 inside one GB200 NVL72 rack stays on NVLink; on eight 8-GPU nodes it
+    crosses the NICs and is several times slower per call."""
+    from gpulab import parallelism as par
+    rack = par.expert_alltoall_time(4096, 8192, 64, par.cluster("gb200-nvl72", 18))
+    ib = par.expert_alltoall_time(4096, 8192, 64, N.scale_out("dgx-h100-spod", 8))
+    assert rack.nodes == 1 and ib.nodes == 8
+    assert ib.per_call > 5 * rack.per_call
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    ({"ep": 1}, "ep must be"),
+    ({"ep": 9}, "ep must be"),
+    ({"tokens": 0}, "tokens must be"),
+    ({"top_k": 0}, "top_k must be"),
+    ({"stride": 2, "ep": 8}, "ep must be"),
+    ({"element_bytes": 0}, "element_bytes must be"),
+])
+def test_expert_alltoall_bad_input(kwargs, needle):
+    from gpulab import parallelism as par
+    args = {"tokens": 4096, "hidden": 8192, "ep": 8, "system": "hgx-h200", **kwargs}
+    with pytest.raises(ValueError) as info:
+        par.expert_alltoall_time(**args)
+    assert needle in str(info.value)
+
+
+def test_parallelism_cluster_takes_cluster_presets():
+    from gpulab import parallelism as par
+    c = par.cluster("aws-p5", 4)
+    assert c.n_gpus == 32 and c.network.fabric == "efa"
+    assert par.rank_layouts("13b", "dgx-h100-spod", global_batch=64).best is not None
