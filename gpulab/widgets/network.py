@@ -138,7 +138,9 @@ def network_explorer(cluster="dgx-h100-spod", nodes=2, *, nics=_PRESET,
     :data:`NETWORK_FABRICS`), message size. Calls :func:`gpulab.network.scale_out`,
     :func:`gpulab.collectives.predict` and :func:`gpulab.plotting.plot_scale_out`.
     """
-    network.cluster_preset(cluster)
+    if cluster not in network.CLUSTER_PRESETS:
+        raise ValueError(f"cluster must be one of {', '.join(network.CLUSTER_PRESETS)}; "
+                         f"got {cluster!r}")
     if nodes not in NETWORK_NODES:
         raise ValueError(f"nodes must be one of {NETWORK_NODES}; got {nodes!r}")
     if nics != _PRESET and nics not in NETWORK_NICS:
