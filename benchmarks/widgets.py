@@ -47,6 +47,9 @@ VALUES = {
     ("roi", "price_fast"): [3.0, 2.5, 4.0, 3.5],
     ("roi", "price_slow"): [2.25, 2.0, 1.5, 2.5],
     ("roi", "project_tokens"): [200.0, 100.0, 1000.0, 500.0],
+    # network: sizes across the whole curve (small, medium, large)
+    ("network", "message_bytes"): [2 ** 10, 2 ** 20, 2 ** 30, 2 ** 34],
+    ("network", "nodes"): [2, 4, 16, 64],
     # pasted `nvidia-smi topo -m` texts ("" = use the sample)
     ("topology", "text"): ["", *(
         __import__("gpulab.widgets", fromlist=["x"]).topology_samples()[k]

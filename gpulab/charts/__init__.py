@@ -72,10 +72,18 @@ from .parallelism import (  # noqa: F401
     ROI_TOKENS,
     roi_chart,
 )
+from .network import (  # noqa: F401
+    NETWORK_CLUSTERS,
+    NETWORK_CHART_NODES,
+    NETWORK_CHART_FABRICS,
+    NETWORK_MARKS,
+    NETWORK_CURVE,
+    network_chart,
+)
 
 #: Chart names in book order (one per explorer); ``<name>_chart`` is the builder.
 CHART_NAMES = ("scaling", "link", "pcie", "pipeline", "topology", "collective",
-               "fabric", "bucket", "layout", "tp", "roi")
+               "fabric", "network", "bucket", "layout", "tp", "roi")
 
 
 def charts():

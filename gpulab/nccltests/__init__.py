@@ -59,7 +59,8 @@ Examples
 []
 
 One module per part: :mod:`.sweep` (the data, :func:`render`), :mod:`.readers` (text,
-JSON and CSV) and :mod:`.checks` (:func:`consistency`, :func:`audit`); this package
+JSON and CSV), :mod:`.checks` (:func:`consistency`, :func:`audit`) and :mod:`.perftest`
+(``ib_write_bw`` / ``ib_read_lat`` output and the per-rail check); this package
 re-exports their public names.
 """
 from __future__ import annotations
@@ -84,6 +85,19 @@ from .checks import (  # noqa: F401
     consistency,
     audit,
 )
+from . import perftest  # noqa: F401
+from .perftest import (  # noqa: F401
+    PerftestResult,
+    RailFinding,
+    parse_perftest,
+    read_perftest,
+    rail_bandwidth,
+    check_rails,
+    PASS_FRACTION,
+    PUBLIC_OUTPUTS,
+    public_output,
+    rail_reports,
+)
 
 __all__ = [
     "NcclTestsParseError",
@@ -99,4 +113,14 @@ __all__ = [
     "render",
     "consistency",
     "audit",
+    "PerftestResult",
+    "RailFinding",
+    "parse_perftest",
+    "read_perftest",
+    "rail_bandwidth",
+    "check_rails",
+    "PASS_FRACTION",
+    "PUBLIC_OUTPUTS",
+    "public_output",
+    "rail_reports",
 ]

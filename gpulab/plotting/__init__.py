@@ -20,6 +20,7 @@ from . import collectives  # noqa: F401
 from . import systems  # noqa: F401
 from . import nccltests  # noqa: F401
 from . import parallelism  # noqa: F401
+from . import network  # noqa: F401
 from .style import (  # noqa: F401
     COLORS,
     STYLE,
@@ -80,6 +81,11 @@ from .parallelism import (  # noqa: F401
     plot_speedup_slowdown,
     plot_roi,
 )
+from .network import (  # noqa: F401
+    NETWORK_ALGO_COLORS,
+    plot_scale_out,
+    plot_busbw_vs_nodes,
+)
 
 __all__ = [
     "COLORS",
@@ -124,4 +130,7 @@ __all__ = [
     "plot_step_comparison",
     "plot_speedup_slowdown",
     "plot_roi",
+    "NETWORK_ALGO_COLORS",
+    "plot_scale_out",
+    "plot_busbw_vs_nodes",
 ]

@@ -57,10 +57,18 @@ from .parallelism import (  # noqa: F401
     tp_explorer,
     roi_explorer,
 )
+from .network import (  # noqa: F401
+    NETWORK_SIZES,
+    NETWORK_NODES,
+    NETWORK_NICS,
+    NETWORK_FABRICS,
+    published_points,
+    network_explorer,
+)
 
 #: Explorer names in book order; ``<name>_explorer`` is the factory.
 EXPLORER_NAMES = ("scaling", "link", "pcie", "pipeline", "topology", "collective",
-                  "fabric", "bucket", "layout", "tp", "roi")
+                  "fabric", "network", "bucket", "layout", "tp", "roi")
 
 #: Model-layer names this package exported before they moved to gpulab.parallelism.
 _MOVED = ("bucket_allreduce_time", "tp_degree_rows", "TP_DEGREES", "roi_cluster",
@@ -114,4 +122,10 @@ __all__ = [
     "TP_SEQ_LENS",
     "tp_explorer",
     "roi_explorer",
+    "NETWORK_SIZES",
+    "NETWORK_NODES",
+    "NETWORK_NICS",
+    "NETWORK_FABRICS",
+    "published_points",
+    "network_explorer",
 ]

@@ -81,6 +81,7 @@ MAIN_CONTROLS = {
     ],
     "lab04_accept_a_server.ipynb": [
         ("Bucket", "right", ("bucket_x", "gl.widgets.bucket_explorer()")),
+        ("Nodes", "right", ("net_x", 'gl.widgets.network_explorer("gcp-a3-mega", 2)')),
     ],
     "lab05_plan_70b.ipynb": [
         ("Project [billion tokens]", "right",

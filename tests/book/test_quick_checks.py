@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = ["why_interconnect", "nvlink", "pcie", "in_network_reduction", "nvswitch",
-            "reading_nccl_tests", "parallel_strategies", "tensor_parallel", "nvlink_roi"]
+            "scale_out", "reading_nccl_tests", "parallel_strategies", "tensor_parallel", "nvlink_roi"]
 HTML = ROOT / "_build" / "html" / "book"
 
 QUICK_CHECK = re.compile(

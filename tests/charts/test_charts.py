@@ -325,3 +325,33 @@ def test_pipeline_chart_agrees_with_the_explorer(built):
         chart, chart.point(hidden=8192, seq_len=4096, micro_batch=1, dtype="BF16"))}
     for k in small:
         assert 1.9 < big[k] / small[k] <= 2.0 + 1e-9
+
+
+def test_network_chart_matches_the_model_and_the_published_runs(built):
+    from gpulab import network
+    chart = built("network")
+    for p in sample_points(chart, 6, seed=2):
+        fab = None if p["fabric"] == "preset" else p["fabric"]
+        c = network.scale_out(p["cluster"], p["nodes"], fabric=fab)
+        one = collectives.predict("all_reduce", p["size"], c.n_gpus, c)
+        curve = [r for r in rows_at(chart, p, ["cluster", "nodes", "fabric"])
+                 if r["algorithm"] != "published"]
+        assert len(curve) == len(C.NETWORK_CURVE)
+        at = [r for r in curve if r["bytes"] == p["size"]]
+        assert len(at) == 1 and rel(at[0]["busbw"], float(one.busbw[0]) / units.GB)
+        assert at[0]["algorithm"] == str(one.algorithm[0])
+        assert f"busbw {float(one.busbw[0]) / units.GB:.1f} GB/s" in flat(p["text"])
+    # the two-node A3 Mega run is overlaid on its own configuration only
+    pub = [r for r in network.public_results() if r["system"] == "gcp-a3-mega"
+           and r["nodes"] == 2 and r["collective"] == "all_reduce" and r["busbw_gbps"]]
+    assert pub
+    point = {"cluster": "gcp-a3-mega", "nodes": 2, "fabric": "preset"}
+    shown = [r for r in rows_at(chart, point, list(point))
+             if r["algorithm"] == "published"]
+    assert sorted(r["bytes"] for r in shown) == sorted(r["size_bytes"] for r in pub)
+    other = {"cluster": "gcp-a3-mega", "nodes": 2, "fabric": "ib"}
+    assert not [r for r in rows_at(chart, other, list(other))
+                if r["algorithm"] == "published"]
+    text = chart.point(cluster="gcp-a3-mega", nodes=2, fabric="preset",
+                       size=2 ** 30)["text"]
+    assert "Published:" in text and "in time" in text

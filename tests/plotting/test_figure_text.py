@@ -684,13 +684,14 @@ def _ns_hierarchical():
     hier = collectives.predict("all_reduce", NS_SIZES, n2, two)
     flat = collectives.predict("all_reduce", NS_SIZES, n2, two, algorithm="ring")
     one = collectives.predict("all_reduce", NS_SIZES, 8, hgx)
+    nic = two.network_bandwidth_per_gpu
     return P.plot_busbw_curves(
         [("one node, 8 ranks", one, "nvlink"),
-         ("two nodes, 16 ranks, hierarchical", hier, "ib"),
-         ("two nodes, 16 ranks, flat ring", flat, "comm", "--")],
+         ("two nodes, 16 ranks, NCCL's choice", hier, "ib"),
+         ("two nodes, 16 ranks, ring", flat, "comm", "--")],
         line_rates=[("NVLink4 per GPU", links.nvlink_gpu_bandwidth(4), "nvlink"),
-                    ("ConnectX-7 per GPU", two.network_bandwidth_per_gpu,
-                     "ib")]).figure
+                    ("eight NICs of one node", nic * two.network.nics_per_node, "ib"),
+                    ("one ConnectX-7", nic, "pcie")]).figure
 
 
 def _ns_tp_message():
@@ -1013,6 +1014,113 @@ def _roi_project():
         project_tokens=200e9)
     fig, ax = plt.subplots(figsize=(6.4, 2.2))
     P.plot_roi(roi70, labels=(ROI_FAST, ROI_SLOW), currency="USD", ax=ax)
+    return fig
+
+
+# --- scale_out ------------------------------------------------------------------------------
+SO_SIZES = 2 ** np.arange(3, 35)
+SO_GIB = int(np.flatnonzero(SO_SIZES == units.GiB)[0])
+
+
+def _so(system, **kw):
+    return collectives.predict("all_reduce", SO_SIZES, system.n_gpus, system, **kw)
+
+
+def _so_node():
+    from gpulab import network
+    two = network.scale_out("dgx-h100-spod", 2)
+    path = network.network_path(two, two.n_gpus)
+    nic = units.Bandwidth(path.nic_rate, units.PER_DIRECTION)
+    return two, path, nic, nic * path.nics
+
+
+@book("scale_out:fig-so-budget", "plot_link_budget")
+def _so_budget():
+    _, path, nic, node = _so_node()
+    return P.plot_link_budget(
+        [("NVLink4 per GPU (inside the node)", links.nvlink_gpu_bandwidth(4), "nvlink"),
+         ("all eight NICs of one node", node, "ib"),
+         ("NCCL's share of them (fabric efficiency)",
+          units.Bandwidth(path.net_bw, units.PER_DIRECTION), "ib"),
+         ("one ConnectX-7 NIC", nic, "ib")]).figure
+
+
+@book("scale_out:fig-so-fabrics", "plot_busbw_curves")
+def _so_fabrics():
+    from gpulab import network
+    _, _, _, node = _so_node()
+    curves = [(fab, _so(network.scale_out("dgx-h100-spod", 4, fabric=fab)), k)
+              for fab, k in zip(("ib", "roce", "efa", "tcpx"),
+                                ("ib", "pcie", "hbm", "comm"))]
+    return P.plot_busbw_curves(curves, line_rates=[("eight NICs of one node", node,
+                                                    "ib")]).figure
+
+
+@book("scale_out:fig-so-oversub", "plot_busbw_vs_nodes")
+def _so_oversub():
+    from gpulab import network
+    nodes = [2, 4, 8, 16, 32, 64, 128]
+    curves = []
+    for o, kind in ((1.0, "ib"), (2.0, "comm")):
+        bus = []
+        for n in nodes:
+            c = network.scale_out("dgx-h100-spod", n)
+            c = dataclasses.replace(c, network=dataclasses.replace(
+                c.network, oversubscription=o))
+            bus.append(float(_so(c).busbw[SO_GIB]))
+        curves.append((f"oversubscription {o:g}:1", bus, kind))
+    return P.plot_busbw_vs_nodes(nodes, curves, leaf_nodes=32).figure
+
+
+@book("scale_out:fig-so-nodes", "plot_busbw_curves")
+def _so_nodes():
+    from gpulab import network
+    _, _, _, node = _so_node()
+    one = collectives.predict("all_reduce", SO_SIZES, 8, "dgx-h100")
+    runs = [(f"{k} nodes", _so(network.scale_out("dgx-h100-spod", k)), kind)
+            for k, kind in zip((2, 4, 16, 64), ("ib", "pcie", "hbm", "comm"))]
+    return P.plot_busbw_curves(
+        [("one node (8 GPUs)", one, "nvlink")] + runs,
+        line_rates=[("NVLink4 per GPU", links.nvlink_gpu_bandwidth(4), "nvlink"),
+                    ("eight NICs of one node", node, "ib")]).figure
+
+
+@book("scale_out:fig-so-gdr", "plot_busbw_curves")
+def _so_gdr():
+    from gpulab import network
+    two, _, _, node = _so_node()
+    return P.plot_busbw_curves(
+        [("GPUDirect RDMA", _so(two), "ib"),
+         ("through host memory", _so(network.scale_out("dgx-h100-spod", 2, gdr=False)),
+          "pcie")],
+        line_rates=[("eight NICs of one node", node, "ib")]).figure
+
+
+@book("scale_out:fig-so-sharp", "plot_fabric_algorithms")
+def _so_sharp():
+    from gpulab import network
+    _, _, _, node = _so_node()
+    rows = network.algorithm_table("all_reduce", [units.GiB], 16, "dgx-h100-spod",
+                                   sharp=True)
+    fig, ax = plt.subplots(figsize=(7.0, 3.0))
+    P.plot_fabric_algorithms(
+        [(r["algorithm"], r["time_s"], r["busbw"], "") for r in rows],
+        line_rates=[("eight NICs of one node", node, "ib")],
+        highlight=[r["chosen"] for r in rows].index(True), ax=ax)
+    return fig
+
+
+@book("scale_out:fig-so-public", "plot_scale_out")
+def _so_public():
+    from gpulab import network, widgets
+    c = network.scale_out("gcp-a3-mega", 2)
+    path = network.network_path(c, c.n_gpus)
+    fig, ax = plt.subplots(figsize=(6.8, 3.6))
+    P.plot_scale_out(_so(c), message_bytes=units.GiB,
+                     published=widgets.published_points("gcp-a3-mega", 2),
+                     line_rates=[("NICs of one node", units.Bandwidth(
+                         path.nics * path.nic_rate, units.PER_DIRECTION), "ib")],
+                     ax=ax)
     return fig
 
 

@@ -129,6 +129,24 @@ CALLS.update({
     "plot_run_floors": lambda: {"floors": {"a": [13e-6, 14e-6], "b": [20e-6]},
                                 "model_s": 16e-6},
 })
+def _scale_out_args():
+    from gpulab import collectives, network
+    c = network.scale_out("gcp-a3-mega", 2)
+    return {"prediction": collectives.predict("all_reduce", 2.0 ** np.arange(3, 35),
+                                              c.n_gpus, c),
+            "message_bytes": 2 ** 30,
+            "published": ("published", [2 ** 20, 2 ** 30], [20e9, 300e9]),
+            "line_rates": [("NICs of one node", Bandwidth(200e9, PD), "ib")]}
+
+
+# Beyond one server (network)
+CALLS.update({
+    "plot_scale_out": _scale_out_args,
+    "plot_busbw_vs_nodes": lambda: {
+        "nodes": [2, 4, 8, 16], "curves": [("1:1", [360e9] * 4, "ib"),
+                                          ("2:1", [360e9, 360e9, 180e9, 180e9], "comm")],
+        "leaf_nodes": 4},
+})
 # Chapter 7: parallel strategies
 CALLS.update({
     "plot_memory_breakdown": lambda: {
@@ -453,3 +471,51 @@ def test_plot_run_floors_bad_input(kw, msg):
     from gpulab.plotting import plot_run_floors
     with pytest.raises(ValueError, match=msg):
         plot_run_floors(**kw)
+
+
+# --- network plots ---------------------------------------------------------------------
+def test_plot_scale_out_draws_the_prediction_and_the_published_points():
+    from gpulab.plotting import plot_scale_out
+    kw = _scale_out_args()
+    pred = kw["prediction"]
+    ax = plot_scale_out(**kw)
+    dots = {ln.get_label().split(" (")[0]: ln for ln in ax.lines}
+    shown = sorted(set(map(str, pred.algorithm)))
+    for a in shown:                                   # one colour per algorithm picked
+        sel = pred.algorithm == a
+        assert np.allclose(dots[a].get_xdata(), pred.message_bytes[sel])
+        assert np.allclose(dots[a].get_ydata(), pred.busbw[sel] / 1e9)
+    pub = dots["published"]
+    assert list(pub.get_xdata()) == [2 ** 20, 2 ** 30]
+    assert list(pub.get_ydata()) == pytest.approx([20.0, 300.0])
+    assert "busbw" in ax.get_ylabel() and "per direction" in ax.get_ylabel()
+    assert ax.get_xscale() == "log"
+    # a second call on the same Axes updates in place
+    lines = list(ax.lines)
+    plot_scale_out(pred, message_bytes=2 ** 10, published=None,
+                   line_rates=kw["line_rates"], ax=ax)
+    assert list(ax.lines) == lines and not pub.get_visible()
+
+
+@pytest.mark.parametrize("kw, msg", [
+    ({"prediction": None}, "prediction"),
+    ({"message_bytes": 3}, "message_bytes"),
+    ({"published": ("p", [1, 2], [1])}, "published"),
+    ({"published": [1, 2]}, "published"),
+    ({"line_rates": [("x", Bandwidth(1e9, "bidirectional"), "ib")]}, "per direction")])
+def test_plot_scale_out_bad_input(kw, msg):
+    from gpulab.plotting import plot_scale_out
+    with pytest.raises(ValueError, match=msg):
+        plot_scale_out(**{**_scale_out_args(), **kw})
+
+
+def test_plot_busbw_vs_nodes_values_and_bad_input():
+    from gpulab.plotting import plot_busbw_vs_nodes
+    ax = plot_busbw_vs_nodes(**CALLS["plot_busbw_vs_nodes"]())
+    assert list(ax.lines[1].get_ydata()) == pytest.approx([360, 360, 180, 180])
+    assert ax.get_xscale() == "log"
+    for kw, msg in [({"nodes": [4, 2]}, "nodes"), ({"curves": []}, "curves"),
+                    ({"curves": [("a", [1, 2], "ib")]}, "curves"),
+                    ({"curves": [("a", [1, 2, 3, 4], "no-colour")]}, "kind")]:
+        with pytest.raises(ValueError, match=msg):
+            plot_busbw_vs_nodes(**{**CALLS["plot_busbw_vs_nodes"](), **kw})

@@ -1,0 +1,183 @@
+"""Figures of the network topic: a collective across nodes, predicted per message size
+with the algorithm NCCL would pick, beside published multi-node measurements.
+
+matplotlib only; the numbers come from :mod:`gpulab.network` and
+:func:`gpulab.collectives.predict`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import collectives, units
+from .._validate import check_choice
+from .style import (COLORS, bytes_axis, cached_artists, check_rates, curve_arrays,
+                    new_axes, remember_artists, sentinel_patch)
+
+#: Colour per multi-node algorithm (and "direct", alltoall's).
+NETWORK_ALGO_COLORS = {"ring": COLORS["pcie"], "tree": COLORS["ib"],
+                       "nvlstree": COLORS["nvlink"], "collnet": COLORS["hbm"],
+                       "direct": COLORS["comm"]}
+
+
+def plot_scale_out(prediction, *, message_bytes=None, published=None, line_rates=(),
+                   ax=None):
+    """Predicted busbw of a collective across nodes over message sizes, coloured by
+    the algorithm NCCL would pick, with published measurements overlaid.
+
+    Calling it again on the same Axes with the same number of sizes and line rates
+    updates the artists in place (the network explorer's redraw).
+
+    Parameters
+    ----------
+    prediction : gpulab.collectives.Prediction
+        From :func:`gpulab.collectives.predict` over at least two sizes.
+    message_bytes : numeric, optional
+        One of the prediction's sizes, marked and labelled. [B]
+    published : tuple of (label, sizes, busbw), optional
+        Measured points to overlay: sizes [B] and busbw [B/s] of the same length.
+    line_rates : sequence of (label, units.Bandwidth, kind)
+        Per-direction rates drawn as dashed lines (``kind`` picks the colour).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    if not isinstance(prediction, collectives.Prediction) \
+            or prediction.message_bytes.size < 2:
+        raise ValueError("prediction must be a gpulab.collectives.Prediction "
+                         "over at least two sizes")
+    rates = check_rates(line_rates, "line_rates")
+    pub = None
+    if published is not None:
+        if not (isinstance(published, tuple) and len(published) == 3):
+            raise ValueError("published must be (label, sizes, busbw) or None; got "
+                             f"{published!r:.60}")
+        px, py = curve_arrays("published", published[0], published[1], published[2])
+        pub = (str(published[0]), px, py / units.GB)
+    s = prediction.message_bytes
+    y = prediction.busbw / units.GB
+    mark = None
+    if message_bytes is not None:
+        hit = np.flatnonzero(np.isclose(s, float(message_bytes), rtol=1e-12))
+        if not hit.size:
+            raise ValueError("message_bytes must be one of the prediction's sizes; "
+                             f"got {message_bytes!r}")
+        mark = int(hit[0])
+    ax = new_axes(ax)
+    key = (s.size, len(rates))
+    art = cached_artists(ax, "scale_out", key)
+    if art is None:
+        ax.clear()
+        base, = ax.plot(s, y, "-", color=COLORS["compute"], lw=1.0, alpha=0.5,
+                        zorder=2)
+        dots = {a: ax.plot([], [], "o", ms=3.8, color=c, zorder=3, label=a)[0]
+                for a, c in NETWORK_ALGO_COLORS.items()}
+        pub_line, = ax.plot([], [], "x", ms=6, mew=1.6, color=COLORS["model"],
+                            zorder=4, label="published")
+        marker, = ax.plot([], [], "o", ms=11, mfc="none", mec=COLORS["accent"],
+                          mew=2.2, zorder=5)
+        note = ax.annotate("", (s[0], y[0]), xytext=(-8, 8),
+                           textcoords="offset points", fontsize=8, color="#7a5a00",
+                           zorder=6, va="bottom", ha="right")
+        lines = [(ax.axhline(0, ls="--", lw=1, zorder=1),
+                  ax.text(0, 0, "", fontsize=8, va="bottom", ha="left"))
+                 for _ in rates]
+        bytes_axis(ax.xaxis)
+        ax.set_xlabel("Message size S [B, binary prefixes]")
+        ax.set_ylabel("busbw [GB/s, per direction]")
+        art = {"base": base, "dots": dots, "pub": pub_line, "marker": marker,
+               "note": note, "lines": lines}
+        remember_artists(ax, "scale_out", key, art, sentinel_patch(ax))
+    else:
+        art["base"].set_data(s, y)
+    handles = []
+    for a, line in art["dots"].items():
+        sel = prediction.algorithm == a
+        line.set_data(s[sel], y[sel])
+        if sel.any():
+            protos = dict.fromkeys(prediction.protocol[sel])
+            line.set_label(f"{a} ({', '.join(protos)})")
+            handles.append(line)
+    top = float(np.nanmax(y))
+    if pub is not None:
+        art["pub"].set_data(pub[1], pub[2])
+        art["pub"].set_label(pub[0])
+        handles.append(art["pub"])
+        top = max(top, float(np.max(pub[2])))
+    art["pub"].set_visible(pub is not None)
+    for (hline, text), (label, bw, kind) in zip(art["lines"], rates):
+        r = bw.gb_per_s
+        hline.set_ydata([r, r])
+        hline.set_color(COLORS[kind])
+        text.set_position((s[0], r))
+        text.set_text(f"{label}: {r:.0f} GB/s")
+        text.set_color(COLORS[kind])
+        top = max(top, r)
+    marker, note = art["marker"], art["note"]
+    if mark is not None:
+        marker.set_data([s[mark]], [y[mark]])
+        note.set_text(f"{units.fmt_bytes(s[mark])}: {y[mark]:.1f} GB/s\n"
+                      f"{prediction.algorithm[mark]}/{prediction.protocol[mark]}, "
+                      f"{units.fmt_time(float(prediction.time[mark]))}")
+        note.xy = (s[mark], y[mark])
+        right = mark < 0.6 * s.size
+        note.set_ha("left" if right else "right")
+        note.set_position((8 if right else -8, 8))
+    marker.set_visible(mark is not None)
+    note.set_visible(mark is not None)
+    ax.set_xlim(s[0] / 1.6, s[-1] * 1.6)
+    ax.set_ylim(0, 50.0 * np.ceil(top * 1.15 / 50.0) if top > 0 else 1.0)
+    labels = [h.get_label() for h in handles]
+    leg = ax.get_legend()
+    if leg is None or [t.get_text() for t in leg.texts] != labels:
+        leg = ax.legend(handles=handles, fontsize=8, title_fontsize=8,
+                        loc="upper left", title="NCCL's pick (protocols)")
+        leg.set_zorder(7)
+    return ax
+
+
+def plot_busbw_vs_nodes(nodes, curves, *, leaf_nodes=None, ax=None):
+    """busbw of one collective size as a job grows over more nodes.
+
+    Parameters
+    ----------
+    nodes : sequence of int
+        Node counts (x axis, log base 2).
+    curves : sequence of (label, busbw, kind)
+        One curve each: busbw [B/s] per node count; ``kind`` picks the colour
+        (a key of :data:`gpulab.plotting.COLORS`).
+    leaf_nodes : int, optional
+        Nodes under one leaf group, marked with a dotted line.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    x = np.asarray(nodes, dtype=float).ravel()
+    if x.size < 2 or not np.all(np.isfinite(x)) or np.any(x < 1) \
+            or np.any(np.diff(x) <= 0):
+        raise ValueError("nodes must be at least two increasing node counts >= 1; "
+                         f"got {nodes!r}")
+    if not curves:
+        raise ValueError("curves must hold at least one (label, busbw, kind)")
+    ax = new_axes(ax)
+    for item in curves:
+        if not (isinstance(item, tuple) and len(item) == 3):
+            raise ValueError(f"curves must be (label, busbw, kind) tuples; got {item!r}")
+        label, y, kind = item
+        check_choice("kind", kind, COLORS)
+        _, y = curve_arrays("curves", label, x, y)
+        ax.plot(x, y / units.GB, "o-", color=COLORS[kind], label=str(label))
+    if leaf_nodes is not None:
+        ax.axvline(float(leaf_nodes), color=COLORS["model"], ls=":", lw=1)
+        ax.annotate("one leaf group", (float(leaf_nodes), 0), xytext=(-4, 6),
+                    textcoords="offset points", fontsize=8, ha="right",
+                    color=COLORS["model"])
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(x, [f"{v:g}" for v in x])
+    ax.minorticks_off()
+    ax.set_xlabel("Nodes [count]")
+    ax.set_ylabel("busbw [GB/s, per direction]")
+    ax.set_ylim(0, None)
+    ax.legend(loc="lower left", fontsize=8)
+    return ax
