@@ -260,7 +260,8 @@ def plot_collective_steps(algorithm, n_ranks=4, *, step=None, ax=None):
 
 _ALGO_COLORS = {"ring": COLORS["pcie"], "tree": COLORS["ib"],
                 "direct": COLORS["hbm"], "nvls": COLORS["nvlink"],
-                "hierarchical": COLORS["comm"], "none": COLORS["compute"]}
+                "nvlstree": COLORS["comm"], "collnet": COLORS["model"],
+                "none": COLORS["compute"]}
 
 
 def _metric_values(prediction, metric):

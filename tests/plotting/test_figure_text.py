@@ -677,18 +677,18 @@ def _ns_scale_out():
     return P.plot_link_budget(budget).figure
 
 
-@book("nvswitch:fig-nvswitch-hierarchical", "plot_busbw_curves")
-def _ns_hierarchical():
+@book("nvswitch:fig-nvswitch-two-nodes", "plot_busbw_curves")
+def _ns_two_nodes():
     two, hgx = systems.get("hgx-h200-2node"), systems.get("hgx-h200")
     n2 = two.n_gpus
-    hier = collectives.predict("all_reduce", NS_SIZES, n2, two)
-    flat = collectives.predict("all_reduce", NS_SIZES, n2, two, algorithm="ring")
+    auto = collectives.predict("all_reduce", NS_SIZES, n2, two)
+    ring = collectives.predict("all_reduce", NS_SIZES, n2, two, algorithm="ring")
     one = collectives.predict("all_reduce", NS_SIZES, 8, hgx)
     nic = two.network_bandwidth_per_gpu
     return P.plot_busbw_curves(
         [("one node, 8 ranks", one, "nvlink"),
-         ("two nodes, 16 ranks, NCCL's choice", hier, "ib"),
-         ("two nodes, 16 ranks, ring", flat, "comm", "--")],
+         ("two nodes, 16 ranks, NCCL's choice", auto, "ib"),
+         ("two nodes, 16 ranks, ring", ring, "comm", "--")],
         line_rates=[("NVLink4 per GPU", links.nvlink_gpu_bandwidth(4), "nvlink"),
                     ("eight NICs of one node", nic * two.network.nics_per_node, "ib"),
                     ("one ConnectX-7", nic, "pcie")]).figure
@@ -714,8 +714,8 @@ def _ns_tp():
                 4 * p.time_scalar)
 
     return P.plot_tp_layers([tp_layer("one HGX H200 node", 8, hgx),
-                             tp_layer("two nodes,\nhierarchical", two.n_gpus, two),
-                             tp_layer("two nodes,\nflat ring", two.n_gpus, two,
+                             tp_layer("two nodes,\nNCCL's choice", two.n_gpus, two),
+                             tp_layer("two nodes,\nring forced", two.n_gpus, two,
                                       "ring")]).figure
 
 
