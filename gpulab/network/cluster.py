@@ -3,13 +3,40 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Sequence
 
 from .. import systems
 from .._validate import check_int
 from . import data
 
-#: Cluster presets of ``gpulab/data/network.yaml`` (node preset + network).
-CLUSTER_PRESETS = tuple(data.cluster_records())
+class _PresetNames(Sequence):
+    """The cluster preset names, read from ``network.yaml`` on first use (importing
+    gpulab reads no data file); behaves as a tuple of str."""
+
+    @functools.cached_property
+    def _names(self):
+        return tuple(data.cluster_records())
+
+    def __getitem__(self, i):
+        return self._names[i]
+
+    def __len__(self):
+        return len(self._names)
+
+    def __eq__(self, other):
+        return tuple(self) == tuple(other) if isinstance(other, Sequence) else NotImplemented
+
+    def __hash__(self):
+        return hash(self._names)
+
+    def __repr__(self):
+        return repr(self._names)
+
+
+#: Cluster presets of ``gpulab/data/network.yaml`` (node preset + network), in file
+#: order; a sequence of str, read on first use.
+CLUSTER_PRESETS = _PresetNames()
 
 
 def cluster_preset(name):
