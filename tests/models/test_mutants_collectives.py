@@ -85,3 +85,13 @@ def test_bad_names_list_the_choices():
     with pytest.raises(ValueError, match=r"^path must be a slash path such as "
                                          r"'protocols/LL/bandwidth'; got '/'$"):
         C.model_constant("/")
+
+
+def test_rank_counts_are_bounded():
+    for call in (lambda n: C.busbw_factor("all_reduce", n), lambda n: C.wire_factor("all_reduce", n)):
+        assert call(1_000_000) == pytest.approx(2 * 999_999 / 1_000_000)
+        with pytest.raises(ValueError, match=r"^n_ranks must be an integer in \[1, 1e\+06\]"):
+            call(1_000_001)
+    assert C.ranks_fit_domains("hgx-h200", 8) is True        # one node of eight GPUs
+    with pytest.raises(ValueError, match=r"^n_ranks must be"):
+        C.ranks_fit_domains("hgx-h200", 0)
