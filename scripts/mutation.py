@@ -20,6 +20,11 @@ Needs mutmut (``pip install -r requirements-dev.txt``). Usage::
 
     python scripts/mutation.py                      # every target, 200 mutants each
     python scripts/mutation.py units links --max-mutants 0   # all mutants of two targets
+    cp _build/mutation/runs.json before.json        # ... add tests, then:
+    python scripts/mutation.py units --only-alive before.json  # rerun the survivors only
+
+With ``--only-alive`` the sample is the previous run's and its kills are kept (tests were only
+added, so a killed mutant stays killed); only the mutants it left alive run again.
 """
 from __future__ import annotations
 
