@@ -117,3 +117,18 @@ def test_bad_values_name_the_parameter_and_the_choices():
         pcie.tlp_efficiency(256, dllp_overhead=-0.01)
     assert pcie.raw_bandwidth(5, 16.0).bytes_per_s == 64e9
     assert pcie.tlp_efficiency(4096) == pytest.approx(4096 / 4120 * 0.97, rel=1e-12)
+
+
+def test_staged_copy_is_two_steps_in_series():
+    # 1/B = 1/B_pinned + 1/B_memcpy: 60 and 30 GB/s give 20 GB/s
+    pinned = units.Bandwidth(60e9, PD)
+    assert pcie.staged_bandwidth(pinned, 30e9) == units.Bandwidth(20e9, PD)
+    with pytest.raises(units.DirectionError, match=(
+            r"^pinned_bandwidth must be per direction; got a bidirectional figure\. Call "
+            r"\.to_per_direction\(\) first if the link is symmetric\.$")):
+        pcie.staged_bandwidth(pinned.to_bidirectional(), 30e9)
+
+
+def test_copy_latency_defaults_to_the_hgx_h200():
+    assert pcie.copy_latency(1e6) == pcie.copy_latency(1e6, "h2d", memory="pinned",
+                                                       system="hgx-h200")
