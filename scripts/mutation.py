@@ -2,8 +2,8 @@
 
 For each target (a model module or package), smallest first, one at a time:
 
-1. copy ``gpulab/``, ``tests/``, ``conftest.py``, ``jupyter/`` and ``pyproject.toml`` into
-   ``_build/mutation/work/<target>/`` with a ``setup.cfg`` that tells mutmut which file(s)
+1. copy ``gpulab/``, ``tests/``, ``scripts/``, ``conftest.py``, ``jupyter/`` and
+   ``pyproject.toml`` into ``_build/mutation/work/<target>/`` with a ``setup.cfg`` that tells mutmut which file(s)
    to mutate and which test files cover them (so that each target runs only its own tests);
 2. let mutmut generate every mutant of the target and record which tests reach which function;
 3. run a sample of at most ``--max-mutants`` mutants, drawn with a fixed seed (``--seed``),
@@ -90,7 +90,8 @@ TARGETS = (
            "systems or loader or copies"),
 )
 
-COPY = ("gpulab", "tests", "jupyter", "conftest.py", "pyproject.toml")
+#: what the tests need besides gpulab/ and tests/ (test_efficiency.py runs a script)
+COPY = ("gpulab", "tests", "jupyter", "scripts", "conftest.py", "pyproject.toml")
 #: mutmut's verdicts (mutmut/stats.py), grouped for the report
 KILLED = {1, 3}
 SURVIVED = {0}
@@ -121,7 +122,8 @@ def prepare(target: Target, work: Path) -> None:
             shutil.copy2(src, work / name)
     lines = ["[mutmut]", "source_paths = gpulab", "only_mutate ="]
     lines += [f"    {p}" for p in target.sources]
-    lines += ["also_copy =", "    conftest.py", "    jupyter", "pytest_add_cli_args_test_selection ="]
+    lines += ["also_copy =", "    conftest.py", "    jupyter", "    scripts",
+              "pytest_add_cli_args_test_selection ="]
     lines += [f"    {t}" for t in target.test_files()]
     # the shared bad-input table is large: keep its rows for this target (and the target's
     # own test files, whose names contain a keyword, whole)
