@@ -225,7 +225,10 @@ def report(runs: list[dict], max_mutants: int, seed: int) -> str:
              f"Tool: mutmut {mutmut_version()}. Each target runs only the test files listed; "
              "mutmut runs, for each mutant, the tests among them that reach the mutated "
              "function.",
-             (f"Sampling: at most {max_mutants} mutants per target, drawn with the fixed seed "
+             ("Sampling: the previous run's sample (`--only-alive`): its kills are kept and "
+              "only its survivors ran again; 'generated' is every mutant mutmut made."
+              if any(r.get("rerun_alive_only") for r in runs) else
+              f"Sampling: at most {max_mutants} mutants per target, drawn with the fixed seed "
               f"{seed} (`--max-mutants`, `--seed`); 'generated' is every mutant mutmut made."
               if max_mutants > 0 else "Sampling: none; every generated mutant ran."),
              "Score = (killed + timeout) / mutants run; 'no tests' (no selected test reaches "
