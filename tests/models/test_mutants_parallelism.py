@@ -101,3 +101,23 @@ def test_activation_defaults():
         2048 * 5120 * (34 + 5 * 40 * 2048 / 5120), rel=1e-12)
     with pytest.raises(ValueError, match=r"^recompute must be one of"):
         par.activation_memory_per_layer(M, recompute="some")
+
+
+def test_a_gradient_of_whole_buckets_makes_no_extra_call():
+    from gpulab.parallelism import comm
+    b = 2**24
+    (t4,), (calls4,) = comm.bucket_allreduce_time(4 * b, b, 8, "hgx-h200")
+    (t1,), (calls1,) = comm.bucket_allreduce_time(b, b, 8, "hgx-h200")
+    assert (calls4, calls1) == (4, 1)
+    assert t4 == pytest.approx(4 * t1, rel=1e-12)      # four equal calls, no empty fifth
+
+
+def test_layers_that_do_not_split_over_the_pipeline():
+    from gpulab import systems
+    from gpulab.parallelism import layout
+    m, hgx = par.model("70b"), systems.get("hgx-h200")          # 80 layers
+    assert layout.structural_reasons(m, hgx, layout.Layout(1, 3, 1, 1), 3, 3, 1, 4096,
+                                     False) == ["80 layers do not split over PP3"]
+    assert layout.structural_reasons(m, hgx, layout.Layout(1, 3, 1, 2), 3, 3, 1, 4096,
+                                     False) == ["80 layers do not split over PP3 x 2 "
+                                                "virtual stages"]
