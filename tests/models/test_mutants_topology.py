@@ -6,6 +6,8 @@ where it came from.
 """
 from __future__ import annotations
 
+import pytest
+
 from gpulab import specs, topology
 
 
@@ -20,3 +22,10 @@ def test_sys_path_refuses_peer_access_and_says_why():
 def test_topology_from_a_capture_is_named_after_it():
     m = topology.read_topo_matrix(specs.read_data_text("topologies/layout-a.txt"))
     assert m.to_topology().name == "from nvidia-smi topo -m"
+
+
+def test_a_row_out_of_place_is_named():
+    text = specs.read_data_text("topologies/layout-a.txt").replace("\nGPU1\t", "\nGPUX\t", 1)
+    with pytest.raises(ValueError, match=r"^text: line 3: expected the row of GPU1, "
+                                         r"found 'GPUX': 'GPUX\\tPIX"):
+        topology.read_topo_matrix(text)
