@@ -7,6 +7,7 @@
 #   make slides     one reveal.js deck per chapter into _build/slides (offline)
 #   make pdf        the whole book as one handout PDF, _build/pdf/book.pdf
 #   make wheelhouse wheels for an air-gapped classroom into _build/wheelhouse
+#   make mutation   mutation testing of the model modules (slow; not part of make test)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
@@ -37,7 +38,7 @@ NBVAL_ARGS         = --nbval-lax --nbval-current-env $(NBVAL_IGNORES) $(NBVAL_PA
 
 .PHONY: help venv chromium vendor book test test-unit test-notebooks test-browser lab \
         chapter-notebooks answers slides pdf wheelhouse \
-        clean distclean print-nbval-args
+        clean distclean print-nbval-args mutation
 
 help:
 	@echo "make book       build the book into _build/html (creates .venv if needed)"
@@ -163,6 +164,16 @@ wheelhouse: venv
 	@cp requirements-learner.txt $(WHEELHOUSE)/
 	@mkdir -p $(WHEELHOUSE)/labs && cp labs/README.md labs/*.ipynb $(WHEELHOUSE)/labs/
 	@echo "==> $$(ls $(WHEELHOUSE) | wc -l) files, $$(du -sh $(WHEELHOUSE) | cut -f1) in $(WHEELHOUSE)/"
+
+# ---- maintenance: mutation testing -----------------------------------------------------
+# mutmut (requirements-dev.txt) on the model modules, one module at a time under nice, each
+# with only the tests that cover it and a seeded sample of its mutants; not part of `make test`.
+#   make mutation MUTATION_ARGS="units links --max-mutants 0"   (all mutants of two modules)
+MUTATION_ARGS ?=
+mutation: venv
+	@$(BIN)/python -c "import mutmut" 2>/dev/null || \
+	  $(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/python scripts/mutation.py $(MUTATION_ARGS)
 
 # ---- JupyterLab -------------------------------------------------------------------------
 # The server's root is the repository: START.ipynb lists the labs and the chapters. Chapters

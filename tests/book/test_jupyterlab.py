@@ -2,10 +2,11 @@
 
 For each notebook in ``LAB_NOTEBOOKS`` (relative to ``labs/``), once:
 
-1. start ``python -m jupyterlab`` on 127.0.0.1 (free port, random token) with every Jupyter /
-   IPython user directory pointed at a temporary folder, so no user state leaks in or out;
-   the server's root is a temporary copy of ``labs/`` so that running the lab cannot write
-   outputs, checkpoints or files into the repository (autosave is off as well);
+1. start ``python -m jupyterlab`` on 127.0.0.1 (fixture ``lab_server`` in ``conftest.py``;
+   free port, random token) with every Jupyter / IPython user directory pointed at a
+   temporary folder, so no user state leaks in or out; the server's root is a temporary
+   copy of ``labs/`` so that running the lab cannot write outputs, checkpoints or files
+   into the repository (autosave is off as well);
 2. open the notebook, *Run → Run All Cells*, wait until every code cell has run and the
    kernel is idle; no output area may show a Traceback or a widget error;
 3. wait until every explorer of the lab (``MAIN_CONTROLS``, in notebook order) is rendered,
@@ -31,14 +32,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import re
-import secrets
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -94,143 +87,9 @@ MAIN_CONTROLS = {
 }
 
 
-SERVER_START_TIMEOUT = 90  # s
 RUN_ALL_TIMEOUT = 180  # s
 FIGURE_CHANGE_TIMEOUT = 15  # s
 
-# JupyterLab user settings for the test session.
-LAB_SETTINGS = {
-    "@jupyterlab/docmanager-extension/plugin": {"autosave": False},
-    # render every cell (JupyterLab 4 virtualises long notebooks otherwise)
-    "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
-    "@jupyterlab/apputils-extension/notification": {"fetchNews": "false",
-                                                     "checkForUpdates": False},
-}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def lab_server(tmp_path_factory):
-    """A JupyterLab server on a temporary copy of labs/; yields (base_url, token, root)."""
-    tmp = tmp_path_factory.mktemp("jupyterlab")
-    root = tmp / "labs"
-    shutil.copytree(LABS, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    settings = tmp / "lab-settings"
-    for plugin, values in LAB_SETTINGS.items():
-        f = settings / f"{plugin}.jupyterlab-settings"
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(json.dumps(values), encoding="utf-8")
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(tmp / "config"),
-        "JUPYTER_DATA_DIR": str(tmp / "data"),
-        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
-        "JUPYTERLAB_SETTINGS_DIR": str(settings),
-        "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
-        "IPYTHONDIR": str(tmp / "ipython"),
-        "JUPYTER_PLATFORM_DIRS": "1",
-        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-    }
-    env.pop("JUPYTER_PATH", None)
-    # other test modules set MPLBACKEND=Agg for themselves at import; a kernel that
-    # inherits it draws no inline figures (Lab 3's interactive() plot stays empty)
-    env.pop("MPLBACKEND", None)
-    env.pop("JUPYTER_CONFIG_PATH", None)
-    port, token = _free_port(), secrets.token_hex(16)
-    log = (tmp / "server.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
-         "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-         "--LanguageServerManager.autodetect=False",
-         *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else [])],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"JupyterLab exited with {proc.returncode}:\n"
-                            + (tmp / "server.log").read_text())
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("JupyterLab did not start:\n" + (tmp / "server.log").read_text())
-            time.sleep(0.5)
-        yield base, token, root
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)  # the server and the kernels it started
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        log.close()
-
-
-def _wait_for_kernel_idle(page, base: str, token: str, notebook: str, timeout: float) -> None:
-    """Wait until the server has a kernel for ``notebook`` and that kernel is idle.
-
-    Sleeps with ``page.wait_for_timeout``: Playwright's sync API serves the page's routed
-    requests only while one of its calls runs, so ``time.sleep`` would stall the page.
-    """
-    deadline = time.monotonic() + timeout
-    state = "no session"
-    while time.monotonic() < deadline:
-        with urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=5) as r:
-            sessions = json.load(r)
-        for sess in sessions:
-            if sess.get("path") == notebook and sess.get("kernel"):
-                state = sess["kernel"].get("execution_state")
-                if state == "idle":
-                    return
-        page.wait_for_timeout(300)
-    pytest.fail(f"{notebook}: kernel not idle after {timeout} s (last state: {state})")
-
-
-# Run All has finished: no cell is queued or running ("[*]") and the last code cell with a
-# visible prompt has an execution count (cells whose source is hidden show an empty prompt);
-# or an error output appeared (Run All stops there; the caller reports it).
-ALL_RUN_JS = """
-() => {
-  const panel = ".jp-NotebookPanel:not(.lm-mod-hidden) ";
-  const errors = Array.from(document.querySelectorAll(panel + ".jp-OutputArea-output"))
-    .some(o => /Traceback/.test(o.innerText));
-  if (errors) return true;
-  const prompts = Array.from(document.querySelectorAll(panel + ".jp-CodeCell .jp-InputPrompt"))
-    .map(p => p.textContent.trim());
-  if (prompts.some(t => t.includes("*"))) return false;
-  const shown = prompts.filter(t => t !== "");
-  return shown.length > 0 && /\\[\\s*\\d+\\s*\\]/.test(shown[shown.length - 1]);
-}
-"""
-
-KERNEL_IDLE_JS = """
-() => {
-  const ind = document.querySelector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator");
-  if (ind && ind.dataset && ind.dataset.status) return ind.dataset.status === "idle";
-  const s = document.querySelector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-KernelStatus, .jp-Toolbar-kernelStatus");
-  return !s || /idle/i.test(s.getAttribute("title") || s.textContent || "idle");
-}
-"""
-
-OUTPUT_PROBLEMS_JS = """
-() => Array.from(document.querySelectorAll(".jp-OutputArea-output"))
-  .map(o => o.innerText)
-  .filter(t => /Traceback|Error displaying widget|Failed to load model class|Error rendering/.test(t))
-  .map(t => t.slice(0, 2000))
-"""
 
 FIRST_IMG_SRC_JS = """
 (area) => { const i = area.querySelector("img"); return i ? i.getAttribute("src") : null; }
@@ -318,7 +177,7 @@ def _session_kernel(base: str, token: str, notebook: str) -> str:
     raise AssertionError(f"{notebook}: no kernel session")
 
 
-def _explorer_areas(page, nb, specs):
+def _explorer_areas(page, nb, specs, lab_ui):
     """The output area of each explorer, in notebook order: the next area after the
     previous one that holds an image and a control labelled as the spec says."""
     areas = nb.locator(".jp-OutputArea-output").filter(has=page.locator("img")) \
@@ -326,7 +185,7 @@ def _explorer_areas(page, nb, specs):
     found, start = [], 0
     for label, _how, _var in specs:
         for i in range(start, areas.count()):
-            if _control(page, areas.nth(i), label).count():
+            if lab_ui.find_control(page, areas.nth(i), label).count():
                 found.append(areas.nth(i))
                 start = i + 1
                 break
@@ -335,29 +194,8 @@ def _explorer_areas(page, nb, specs):
     return found
 
 
-def _control(page, area, label):
-    return area.locator(".widget-inline-hbox").filter(
-        has=page.locator(".widget-label", has_text=re.compile(rf"^\s*{re.escape(label)}\s*$")))
-
-
-def _move(page, area, label, how) -> str:
-    """Move the control labelled ``label`` in ``area``; return what was done."""
-    control = _control(page, area, label).first
-    if how == "select":
-        select = control.locator("select").first
-        n = select.locator("option").count()
-        current = select.evaluate("s => s.selectedIndex")
-        select.select_option(index=(current + 1) % n)
-        return f"{label}: option {current} -> {(current + 1) % n}"
-    handle = control.locator(".noUi-handle, [role='slider'], input[type='range']").first
-    handle.focus()
-    key = "ArrowRight" if how == "right" else "ArrowLeft"
-    handle.press(key)
-    return f"{label}: {key}"
-
-
 @pytest.fixture(scope="module", params=LAB_NOTEBOOKS)
-def lab_run(request, lab_server, browser, make_offline, skip_or_fail):
+def lab_run(request, lab_server, lab_ui, browser, make_offline, skip_or_fail):
     """Run one lab in JupyterLab once; return what the two tests check."""
     notebook = request.param
     if not (LABS / notebook).is_file():
@@ -371,31 +209,17 @@ def lab_run(request, lab_server, browser, make_offline, skip_or_fail):
               "heading_ids": [], "failure": None, "scrolled_to": [], "external": []}
     specs = MAIN_CONTROLS[notebook]
     try:
-        # a workspace of its own: the labs run before are not reopened (nor their kernels)
-        page.goto(f"{base}/lab/workspaces/{notebook.split('_')[0]}/tree/{notebook}"
-                  f"?token={token}", wait_until="domcontentloaded")
+        # a workspace of its own: the labs run before are not reopened (nor their kernels);
+        # Run → Run All Cells, then wait for the kernel to be idle
+        result["problems"] = lab_ui.run_all(page, base, token, notebook, RUN_ALL_TIMEOUT)
         nb = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook")
-        nb.wait_for(state="visible", timeout=60_000)
-        # the UI reports "idle" before the kernel exists: ask the server, then the UI
-        _wait_for_kernel_idle(page, base, token, notebook, timeout=60)
-        page.wait_for_function(KERNEL_IDLE_JS, timeout=60_000)
-
-        # Run → Run All Cells
-        nb.locator(".jp-Cell").first.click()
-        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-        page.locator(".lm-Menu-content .lm-Menu-itemLabel").get_by_text(
-            "Run All Cells", exact=True).click()
-        page.wait_for_function(ALL_RUN_JS, timeout=RUN_ALL_TIMEOUT * 1000, polling=500)
-        _wait_for_kernel_idle(page, base, token, notebook, timeout=RUN_ALL_TIMEOUT)
-        page.wait_for_function(KERNEL_IDLE_JS, timeout=RUN_ALL_TIMEOUT * 1000, polling=500)
-        result["problems"] = page.evaluate(OUTPUT_PROBLEMS_JS)
         if result["problems"]:
             return result
 
         # widget views render after the kernel went idle (comm round trips): wait
         areas = None
         for _ in range(60):
-            areas = _explorer_areas(page, nb, specs)
+            areas = _explorer_areas(page, nb, specs, lab_ui)
             if areas is not None:
                 break
             page.wait_for_timeout(500)
@@ -407,7 +231,7 @@ def lab_run(request, lab_server, browser, make_offline, skip_or_fail):
             area.scroll_into_view_if_needed()
             area.locator("img").first.wait_for(state="visible", timeout=15_000)
         page.wait_for_timeout(1000)          # let the views send back what they change
-        _wait_for_kernel_idle(page, base, token, notebook, timeout=60)
+        lab_ui.wait_for_kernel_idle(page, base, token, notebook, timeout=60)
         explorers = [var for _l, _h, var in specs if var is not None]
         result["drift"] = _kernel_state(
             root.parent / "runtime", _session_kernel(base, token, notebook), explorers)
@@ -417,7 +241,7 @@ def lab_run(request, lab_server, browser, make_offline, skip_or_fail):
             before = area.evaluate(FIRST_IMG_SRC_JS)
             changed = False
             for _attempt in range(3):       # a key press can land before the focus
-                what = _move(page, area, label, how)
+                what = lab_ui.move(page, area, label, how)
                 try:
                     page.wait_for_function(
                         "([area, before]) => { const i = area.querySelector('img');"
@@ -429,7 +253,7 @@ def lab_run(request, lab_server, browser, make_offline, skip_or_fail):
                 except Exception:
                     pass
             result["moves"].append((what, changed))
-        result["problems"] = page.evaluate(OUTPUT_PROBLEMS_JS)
+        result["problems"] = page.evaluate(lab_ui.OUTPUT_PROBLEMS_JS)
         result["heading_ids"] = page.evaluate(HEADING_IDS_JS)
         # follow each chapter link's fragment from the top of the rendered notebook
         for anchor in sorted(_linked_anchors(notebook)):
@@ -449,18 +273,7 @@ def lab_run(request, lab_server, browser, make_offline, skip_or_fail):
         except Exception:
             pass
         context.close()
-        _shut_down_kernel(base, token, notebook)
-
-
-def _shut_down_kernel(base: str, token: str, notebook: str) -> None:
-    """End the lab's session and kernel, so the next lab runs on a quiet machine."""
-    try:
-        sid = next(s["id"] for s in json.load(urllib.request.urlopen(
-            f"{base}/api/sessions?token={token}", timeout=5)) if s.get("path") == notebook)
-        urllib.request.urlopen(urllib.request.Request(
-            f"{base}/api/sessions/{sid}?token={token}", method="DELETE"), timeout=30)
-    except (StopIteration, OSError):
-        pass
+        lab_ui.shut_down_kernel(base, token, notebook)
 
 
 def test_lab_explorers_are_live(lab_run):
