@@ -6,11 +6,11 @@ Expected values by hand, from nccl-tests' PERFORMANCE.md and the ring algorithm:
   reduce_scatter and alltoall, 1 for broadcast, reduce and sendrecv; algbw = S / t;
 * a ring all-reduce on n ranks takes 2(n − 1) steps, each moving S/n bytes per rank:
   t = 2(n − 1) α + 2(n − 1)/n · S / B;
-* bytes each rank sends, per byte of message (the wire factor): ring and hierarchical
+* bytes each rank sends, per byte of message (the wire factor): ring
   2(n − 1)/n, double binary tree 2, one-shot direct n − 1, NVLS 1.
 
-The multi-node parts of the module (hierarchical and tree steps over several nodes) are
-left to their own tests.
+The multi-node parts (gpulab.network: ring, tree, NVLSTree and CollNet across nodes) have
+their own tests (tests/models/test_network.py).
 """
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ def test_ring_allreduce_time_by_hand():
     assert C.ring_allreduce_time(1e9, 1, bw, 1e-6) == 0.0
 
 
-@pytest.mark.parametrize("algorithm, want", [("ring", 14 / 8), ("hierarchical", 14 / 8),
-                                             ("tree", 2.0), ("direct", 7), ("nvls", 1.0)])
+@pytest.mark.parametrize("algorithm, want", [("ring", 14 / 8), ("tree", 2.0), ("direct", 7),
+                                             ("nvls", 1.0)])
 def test_all_reduce_wire_factor(algorithm, want):
     assert C.wire_factor("all_reduce", 8, algorithm) == want
     assert C.wire_factor("all_reduce", 1, algorithm) == 0.0

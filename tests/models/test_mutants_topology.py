@@ -15,8 +15,9 @@ def test_sys_path_refuses_peer_access_and_says_why():
     t = topology.layout_a()                         # two CPUs, four GPUs under each
     assert topology.path_class(t, "gpu0", "gpu4") == "SYS"
     assert topology.p2p_possible(t, "gpu0", "gpu4") == (
-        False, "SYS: the path crosses the CPU-to-CPU link; most platforms do not forward "
-               "PCIe peer traffic between sockets")
+        False, "SYS: the path crosses the CPU-to-CPU link; whether peer traffic is "
+               "forwarded between sockets depends on the CPU and chipset, and the model does "
+               "not count on it")
 
 
 def test_topology_from_a_capture_is_named_after_it():
