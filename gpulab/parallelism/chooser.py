@@ -158,7 +158,8 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
     ep : int or tuple of int, optional
         Expert-parallel degree(s) to try for a mixture-of-experts model (default:
         every divisor of its number of experts); each candidate's EP must divide
-        its DP (EP groups are carved out of DP, as in Megatron-LM), and appears in
+        its DP (EP groups are carved out of DP: Megatron Core's layout without MoE
+        parallel folding), and appears in
         its ``options``. Dense models take only 1 (the default), and their
         candidates carry no ``ep`` option.
 

@@ -345,9 +345,11 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
     1F1B: first stage holds p micro-     Narayanan et al. 2021, sec. 2.2;
     batches of L/p layers = L layers     Korthikanti et al. 2022, sec. 4.2.3
     interleaving x (1 + (p-1)/(p v))     Korthikanti et al. 2022, sec. 4.2.3
-    MoE: experts / e per GPU, split over  Megatron-LM MoE (expert model parallel
-    TP; expert states sharded over d/e   carved out of DP; expert data parallel
-                                         group of d / e ranks)
+    MoE: experts / e per GPU, split over  Megatron Core MoE (megatron/core/
+    TP; expert states sharded over d/e   transformer/moe/README.md): EP taken
+                                         from DP, expert-DP group of d / e ranks
+                                         (its classic layout, without parallel
+                                         folding)
     MoE activations as a dense layer     approximation (ours): the top-k expert
     of the same shape                    outputs per token are not counted
     embedding/logit activations ignored  small vs L layers (Korthikanti, 4.3)

@@ -255,7 +255,7 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     ep : int
         Expert-parallel degree of a mixture-of-experts model (1: none). It must
         divide the layout's ``dp`` and the number of experts: EP groups are made of
-        data-parallel ranks, as in Megatron-LM. Adds the all-to-alls of
+        data-parallel ranks, Megatron Core's layout without MoE parallel folding. Adds the all-to-alls of
         :func:`step_communication` to the critical path and shards the experts in
         :func:`training_memory`.
 
@@ -300,9 +300,12 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     bubble (p-1)/(v m) of ideal time        Narayanan et al. 2021, sec. 2.2
     TP collectives on the critical path     Shoeybi et al. 2019, sec. 3
     PP sends not overlapped                 Megatron's 1F1B schedule
-    EP all-to-alls not overlapped           Megatron's default alltoall
-                                            dispatcher (no overlap)
+    EP all-to-alls not overlapped           Megatron Core MoE default (its
+                                            --overlap-moe-expert-parallel-comm
+                                            is off by default)
     MoE compute = active parameters         top-k experts per token, balanced
+    (expert GEMMs at the efficiency of      routing; an assumption (ours): the
+    the model's dense MLP shape)            experts' smaller GEMMs run slower
     last stage also computes the logits     Megatron's default layer split
     (it sets the pace of the pipeline)      (no --account-for-loss-in-pipeline-
                                             split)
