@@ -6,6 +6,7 @@ Units are SI: bytes, seconds, FLOP, FLOP/s.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass
 
 
@@ -74,7 +75,13 @@ class Ranking:
 
 _PART_NAMES = {"compute": "compute", "tp_comm": "TP communication",
                "pp_comm": "PP communication", "dp_comm": "DP communication",
-               "bubble": "pipeline bubble"}
+               "bubble": "pipeline bubble", "ep_comm": "EP all-to-all"}
+
+
+def _parts_diff(a, b):
+    """Component-wise ``a - b`` of two steps' parts (a part missing counts as 0)."""
+    pa, pb = a.components(), b.components()
+    return {k: pa.get(k, 0.0) - pb.get(k, 0.0) for k in {**pa, **pb}}
 
 
 def _label(res, ref):
@@ -91,8 +98,7 @@ def _why_best(best, runner):
             f"{parts[top] / st.total:.0%} of it")
     if runner is None:
         return head + "; the only layout that fits"
-    rp = runner.step.components()
-    diff = {k: rp[k] - parts[k] for k in parts}
+    diff = _parts_diff(runner.step, st)
     k = max(diff, key=diff.get)
     return (f"{head}; next best {_label(runner, best)} is "
             f"{runner.step.total / st.total - 1:.1%} slower, mostly "
@@ -100,8 +106,7 @@ def _why_best(best, runner):
 
 
 def _why_other(res, best):
-    st, bp = res.step.components(), best.step.components()
-    diff = {k: st[k] - bp[k] for k in st}
+    diff = _parts_diff(res.step, best.step)
     k = max(diff, key=diff.get)
     return (f"{res.step.total / best.step.total - 1:.1%} slower than "
             f"{_label(best, res)}: mostly {_PART_NAMES[k]} (+{diff[k]:.3g} s)")
@@ -123,8 +128,9 @@ def _divisors(n):
 def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
                  seq_len=None, zero=1, sequence_parallel=False, recompute="none",
                  virtual=1, mfu=None, dp_overlap=None, tp_overlap=None,
-                 bucket_bytes=None, reserve=None, nvls=True, precision="bf16"):
-    """Enumerate every TP x PP x DP layout of ``n_gpus`` GPUs and rank them.
+                 bucket_bytes=None, reserve=None, nvls=True, precision="bf16",
+                 ep=None):
+    """Enumerate every TP x PP x DP (x EP) layout of ``n_gpus`` GPUs and rank them.
 
     Parameters
     ----------
@@ -149,6 +155,13 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
     mfu, dp_overlap, tp_overlap, bucket_bytes, reserve, nvls, precision
         As in :func:`step_time` (``mfu=None``: compute efficiency from each
         candidate's shard shape).
+    ep : int or tuple of int, optional
+        Expert-parallel degree(s) to try for a mixture-of-experts model (default:
+        every divisor of its number of experts); each candidate's EP must divide
+        its DP (EP groups are carved out of DP: Megatron Core's layout without MoE
+        parallel folding), and appears in
+        its ``options``. Dense models take only 1 (the default), and their
+        candidates carry no ``ep`` option.
 
     Returns
     -------
@@ -161,7 +174,8 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
     Notes
     -----
     Candidates: every ``(tp, pp)`` with ``tp * pp`` dividing ``n_gpus`` and
-    ``dp = n_gpus / (tp * pp)``, times the option values given. Collective times
+    ``dp = n_gpus / (tp * pp)``, times the option values given (and, for an MoE
+    model, every EP degree that divides both dp and the experts). Collective times
     are cached, so 64 GPUs rank in a few milliseconds per option combination.
 
     Examples
@@ -186,6 +200,19 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
     eta, dpo, tpo, bucket, res, nv = step_options(
         s_, mfu=mfu, precision=precision, dp_overlap=dp_overlap, tp_overlap=tp_overlap,
         bucket_bytes=bucket_bytes, reserve=reserve, nvls=nvls)
+    if ep is None:
+        eps = tuple(d for d in _divisors(m.num_experts)) if m.num_experts else (1,)
+        explicit = False
+    else:
+        eps = _as_tuple("ep", ep, lambda k, v: check_int(k, v, low=1, high=n))
+        explicit = True
+        if not m.num_experts and eps != (1,):
+            raise ValueError(f"ep must be 1 for the dense model {m.name!r} (it has "
+                             f"no experts); got {ep!r}")
+        bad = [e for e in eps if m.num_experts and m.num_experts % e]
+        if bad:
+            raise ValueError(f"ep must divide the {m.num_experts} experts of "
+                             f"{m.name!r}; got {ep!r}")
     gb, wb = assumption("grad_bytes"), assumption("weight_bytes")
     valid, invalid = [], []
     for tp in _divisors(n):
@@ -199,9 +226,18 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
                     for sp in sps:
                         if sp and tp == 1:
                             continue
-                        for rc in recs:
+                        for rc, e in itertools.product(recs, eps):
                             opts = {"micro_batch": b, "sequence_parallel": sp,
                                     "recompute": rc}
+                            if m.num_experts:
+                                opts["ep"] = e
+                            if dp % e:
+                                if explicit:
+                                    r = (f"EP{e} does not divide DP{dp} (EP groups "
+                                         "are made of data-parallel ranks)")
+                                    invalid.append(LayoutResult(lay, opts, None, (r,),
+                                                                r))
+                                continue
                             why = structural_reasons(m, s_, lay, n, gbatch, b, s,
                                                       sp)
                             if why:
@@ -209,7 +245,7 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
                                                             tuple(why), why[0]))
                                 continue
                             st = step_result(m, s_, lay, gbatch, b, s, z, sp, rc, eta,
-                                       dpo, tpo, bucket, res, nv, gb, wb, precision)
+                                       dpo, tpo, bucket, res, nv, gb, wb, precision, e)
                             if not st.fits:
                                 r = memory_reason(st.memory, s_, res)
                                 invalid.append(LayoutResult(lay, opts, st, (r,), r))

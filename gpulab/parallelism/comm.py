@@ -16,7 +16,7 @@ import numpy as np
 from .. import collectives
 from .._validate import as_number, check_choice, check_int, finite_answer
 from .layout import as_layout, as_system
-from .memory import stage_param_count
+from .memory import check_ep, stage_expert_param_count, stage_param_count
 from .model import RECOMPUTE, default_value, check_flag, check_positive, seq_len_of, as_model, check_zero
 
 
@@ -298,6 +298,12 @@ class Communication:
         buffer the DP reduction covers. [B]
     notes : tuple of str
         Placement notes (TP spanning NVLink domains, DP/PP crossing nodes).
+    ep : float
+        Time of the expert-parallel all-to-alls per step (0 without EP). [s]
+    ep_calls : int
+        All-to-all calls per step.
+    ep_bytes : float
+        Each rank's buffer in one all-to-all. [B]
     """
 
     tp: float
@@ -310,6 +316,9 @@ class Communication:
     pp_bytes: float
     dp_bytes: float
     notes: tuple
+    ep: float = 0.0
+    ep_calls: int = 0
+    ep_bytes: float = 0.0
 
 
 def _placement_notes(system, lay):
@@ -330,7 +339,7 @@ def _placement_notes(system, lay):
     return tuple(notes)
 
 
-def comm_parts(m, system, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb):
+def comm_parts(m, system, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb, ep=1):
     sp = sp and lay.tp > 1
     act = float(b) * s * m.hidden * 2.0          # one BF16 activation tensor
     per_mb = tp_allreduce_count(sp, recompute) * m.layers // lay.pp
@@ -349,30 +358,47 @@ def comm_parts(m, system, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb)
     pp_t = pp_calls * _coll("sendrecv", pp_bytes, 2, lay.tp * lay.dp, system,
                             nvls) if pp_calls else 0.0
     psi = stage_param_count(m, lay.tp, lay.pp)
+    psi_e = stage_expert_param_count(m, lay.tp, lay.pp, ep) if ep > 1 else 0.0
+    if ep > 1:
+        psi = psi - stage_expert_param_count(m, lay.tp, lay.pp, 1)
     grad_bytes, w_bytes = psi * gb, psi * wb
     stride, d = lay.tp, lay.dp
     parts = {}
-    if d > 1:
+    # dense parameters reduce over DP (stride TP); with EP the experts reduce over
+    # their d / ep expert-data-parallel ranks (stride TP x EP)
+    groups = [(grad_bytes, w_bytes, d, stride)]
+    if ep > 1:
+        groups.append((psi_e * gb, psi_e * wb, d // ep, stride * ep))
+    for g_bytes, wt_bytes, n, st in groups:
+        if n <= 1:
+            continue
         if z == 0:
-            parts["all_reduce"] = _bucketed("all_reduce", grad_bytes, bucket, d,
-                                            stride, system, nvls)
+            parts["all_reduce"] = parts.get("all_reduce", 0.0) + _bucketed(
+                "all_reduce", g_bytes, bucket, n, st, system, nvls)
         else:
-            rs = _bucketed("reduce_scatter", grad_bytes, bucket, d, stride, system,
-                           nvls)
-            ag = _bucketed("all_gather", w_bytes, bucket, d, stride, system, nvls)
-            parts["reduce_scatter"] = rs * (mb if z >= 2 else 1)
-            parts["all_gather"] = ag * (2 * mb if z == 3 else 1)
+            rs = _bucketed("reduce_scatter", g_bytes, bucket, n, st, system, nvls)
+            ag = _bucketed("all_gather", wt_bytes, bucket, n, st, system, nvls)
+            parts["reduce_scatter"] = parts.get("reduce_scatter", 0.0) + \
+                rs * (mb if z >= 2 else 1)
+            parts["all_gather"] = parts.get("all_gather", 0.0) + \
+                ag * (2 * mb if z == 3 else 1)
+    ep_t, ep_calls, ep_bytes = 0.0, 0, 0.0
+    if ep > 1:
+        # each TP rank dispatches its 1/tp share of the micro-batch's tokens
+        ep_bytes = float(b) * s / lay.tp * m.top_k * m.hidden * 2.0
+        ep_calls = (6 if recompute == "full" else 4) * (m.layers // lay.pp) * mb
+        ep_t = ep_calls * _coll("alltoall", ep_bytes, ep, lay.tp, system, nvls)
     return Communication(tp_t, pp_t, float(sum(parts.values(), 0.0)), parts, tp_calls, pp_calls,
                          act if lay.tp > 1 else 0.0, pp_bytes if lay.pp > 1 else 0.0,
                          grad_bytes if d > 1 else 0.0,
-                         _placement_notes(system, lay))
+                         _placement_notes(system, lay), ep_t, ep_calls, ep_bytes)
 
 
 @finite_answer
 def step_communication(spec, system, layout, *, micro_batch=1, micro_batches=1,
                        seq_len=None, zero=0, sequence_parallel=False,
                        recompute="none", bucket_bytes=None, grad_bytes=None,
-                       weight_bytes=None, nvls=True):
+                       weight_bytes=None, nvls=True, ep=1):
     r"""Communication time of one GPU in one training step (nothing overlapped).
 
     Parameters
@@ -400,6 +426,9 @@ def step_communication(spec, system, layout, *, micro_batch=1, micro_batches=1,
         Bytes per gradient / weight element on the wire (default 2 and 2).
     nvls : bool
         Let NCCL use NVLink SHARP where the system has it (``predict``'s default).
+    ep : int
+        Expert-parallel degree of a mixture-of-experts model (divides ``dp`` and
+        the number of experts; 1: no EP).
 
     Returns
     -------
@@ -418,6 +447,13 @@ def step_communication(spec, system, layout, *, micro_batch=1, micro_batches=1,
         t_\text{DP} &= \textstyle\sum_\text{buckets} t_\text{AR}(\text{bucket}, d)
         \quad (\text{ZeRO} \ge 1:\ t_\text{RS} + t_\text{AG})
 
+    With expert parallelism (:math:`e > 1`) every MoE layer adds, per micro-batch,
+    four all-to-alls (dispatch and combine, forward and backward; six with full
+    recomputation) of :math:`(b s / t)\,k\,h \cdot 2` bytes per rank among
+    :math:`e` ranks ``tp`` GPUs apart (see :func:`expert_alltoall_time`); the
+    expert gradients reduce over the :math:`d/e` expert-data-parallel ranks
+    (``tp * ep`` GPUs apart), the rest over all :math:`d`.
+
     Placement follows Megatron's rank order (TP fastest, then DP, then PP): TP
     groups are adjacent GPUs, a DP group's ranks are ``tp`` GPUs apart and PP
     neighbours ``tp * dp`` apart. Every collective is timed by
@@ -430,6 +466,9 @@ def step_communication(spec, system, layout, *, micro_batch=1, micro_batches=1,
     =========================================  ====================================
     2 fwd + 2 bwd TP all-reduces per layer     Shoeybi et al. 2019, sec. 3
     SP: RS + AG, same volume                   Korthikanti et al. 2022, sec. 4.2.2
+    EP groups carved out of DP, next to TP;    Megatron-LM MoE (expert model
+    each TP rank dispatches 1/t of the tokens  parallel; sequence parallel shards)
+    balanced routing                           assumption (no capacity factor)
     PP sends full activations (SP: 1/t)        Narayanan et al. 2021, sec. 4.1
     parallel groups do not slow each other     one NIC per GPU; PCIe switch
                                                contention not modelled
@@ -459,4 +498,5 @@ def step_communication(spec, system, layout, *, micro_batch=1, micro_batches=1,
     wb = default_value("weight_bytes", weight_bytes, "weight_bytes", low=0,
                   low_inclusive=False)
     nv = check_flag("nvls", nvls)
-    return comm_parts(m, s_, lay, b, mb, s, z, sp, recompute, bucket, nv, gb, wb)
+    e = check_ep(m, ep, lay.dp)
+    return comm_parts(m, s_, lay, b, mb, s, z, sp, recompute, bucket, nv, gb, wb, e)

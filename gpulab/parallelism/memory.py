@@ -262,11 +262,31 @@ def stage_param_count(m, tp, pp):
     return max(first, last) / tp
 
 
+def stage_expert_param_count(m, tp, pp, ep=1):
+    """Expert parameters of one pipeline stage held by one GPU: the stage's experts
+    split over ``tp x ep`` (EP ranks hold ``num_experts / ep`` whole experts, each
+    split over TP as the dense MLP is). 0 for a dense model."""
+    return m.layers / pp * param_counts(m)["expert_layer"] / (tp * ep)
+
+
+def check_ep(m, ep, dp):
+    """``ep`` checked against the model and the data-parallel degree it is carved
+    out of (Megatron: EP groups are made of data-parallel ranks)."""
+    e = check_int("ep", ep, low=1, high=1_000_000)
+    if e > 1 and not m.num_experts:
+        raise ValueError(f"ep must be 1 for the dense model {m.name!r} (it has no "
+                         f"experts); got {ep!r}")
+    if e > 1 and (m.num_experts % e or dp % e):
+        raise ValueError(f"ep must divide the {m.num_experts} experts and the data-"
+                         f"parallel degree dp={dp}; got {ep!r}")
+    return e
+
+
 @finite_answer
 def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero=0,
                     sequence_parallel=False, recompute="none", micro_batches=None,
                     virtual=1, param_dtype=None, grad_dtype=None, fp32_grad_copy=None,
-                    weight_bytes=None, grad_bytes=None):
+                    weight_bytes=None, grad_bytes=None, ep=1):
     r"""Memory per GPU for mixed-precision Adam training of a TP x PP x DP layout.
 
     Parameters
@@ -293,6 +313,11 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
     param_dtype, grad_dtype, fp32_grad_copy, weight_bytes, grad_bytes
         Number formats, as in :func:`model_state_bytes` (default Megatron-LM's: bf16
         weights, fp32 gradients, fp32 master weights, fp32 Adam states).
+    ep : int
+        Expert-parallel degree e of a mixture-of-experts model: the EP ranks hold
+        ``num_experts / e`` experts each. EP groups are carved out of DP (e divides
+        ``dp`` and the number of experts); the expert parameters' optimizer states
+        are sharded over the remaining ``dp / e`` expert-data-parallel ranks.
 
     Returns
     -------
@@ -320,6 +345,13 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
     1F1B: first stage holds p micro-     Narayanan et al. 2021, sec. 2.2;
     batches of L/p layers = L layers     Korthikanti et al. 2022, sec. 4.2.3
     interleaving x (1 + (p-1)/(p v))     Korthikanti et al. 2022, sec. 4.2.3
+    MoE: experts / e per GPU, split over  Megatron Core MoE (megatron/core/
+    TP; expert states sharded over d/e   transformer/moe/README.md): EP taken
+                                         from DP, expert-DP group of d / e ranks
+                                         (its classic layout, without parallel
+                                         folding)
+    MoE activations as a dense layer     approximation (ours): the top-k expert
+    of the same shape                    outputs per token are not counted
     embedding/logit activations ignored  small vs L layers (Korthikanti, 4.3)
     norms split over TP like the rest    they are replicated; < 0.01% of params
     no reduce-scatter/all-gather buffer  Megatron reuses the gradient and
@@ -350,8 +382,17 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
     per = model_state_bytes(d, z, param_dtype=param_dtype, grad_dtype=grad_dtype,
                             fp32_grad_copy=fp32_grad_copy, weight_bytes=weight_bytes,
                             grad_bytes=grad_bytes)
+    e = check_ep(m, ep, d)
     psi = stage_param_count(m, t, p)
     parts = {k: psi * per[k] for k in STATE_PARTS}
+    if e > 1:
+        psi_e = stage_expert_param_count(m, t, p, e)
+        per_e = model_state_bytes(d // e, z, param_dtype=param_dtype,
+                                  grad_dtype=grad_dtype, fp32_grad_copy=fp32_grad_copy,
+                                  weight_bytes=weight_bytes, grad_bytes=grad_bytes)
+        dense = psi - stage_expert_param_count(m, t, p, 1)
+        psi = dense + psi_e
+        parts = {k: dense * per[k] + psi_e * per_e[k] for k in STATE_PARTS}
     opt = parts["master"] + parts["grad_copy"] + parts["adam"]
     per_layer = activation_memory_per_layer(m, t, micro_batch=b, seq_len=s,
                                             sequence_parallel=sp,

@@ -103,6 +103,13 @@ class ModelSpec:
     source : str
     params : int
         Parameter count, computed by :func:`parameter_count` (do not pass it).
+    num_experts : int
+        Experts per MoE layer (every layer's MLP is replaced by ``num_experts``
+        expert MLPs and a router); 0 for a dense model.
+    top_k : int
+        Experts each token is routed to, 1..``num_experts`` (0 for a dense model).
+    expert_ffn_hidden : int
+        Inner size of one expert's MLP (0: ``ffn_hidden``).
     """
 
     name: str
@@ -120,6 +127,9 @@ class ModelSpec:
     bias: bool = True
     source: str = ""
     params: int = field(default=0, compare=False)
+    num_experts: int = 0
+    top_k: int = 0
+    expert_ffn_hidden: int = 0
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -139,7 +149,24 @@ class ModelSpec:
             if not isinstance(getattr(self, key), (bool, np.bool_)):
                 raise ValueError(f"{key} must be True or False; got "
                                  f"{getattr(self, key)!r}")
+        e = check_int("num_experts", self.num_experts, low=0, high=1_000_000)
+        object.__setattr__(self, "num_experts", e)
+        if e:
+            object.__setattr__(self, "top_k", check_int("top_k", self.top_k, low=1,
+                                                        high=e))
+            f_e = check_int("expert_ffn_hidden", self.expert_ffn_hidden, low=0,
+                            high=10**12)
+            object.__setattr__(self, "expert_ffn_hidden", f_e or self.ffn_hidden)
+        elif self.top_k or self.expert_ffn_hidden:
+            raise ValueError("top_k and expert_ffn_hidden must be 0 for a dense model "
+                             f"(num_experts=0); got top_k={self.top_k!r}, "
+                             f"expert_ffn_hidden={self.expert_ffn_hidden!r}")
         object.__setattr__(self, "params", param_counts(self)["total"])
+
+    @property
+    def is_moe(self):
+        """True for a mixture-of-experts model (``num_experts > 0``)."""
+        return self.num_experts > 0
 
     @property
     def head_dim(self):
@@ -151,7 +178,7 @@ def model_names():
     """Names of the model presets, sorted.
 
     >>> model_names()
-    ['13b', '70b', 'llama3-70b', 'llama3-8b']
+    ['13b', '70b', 'llama3-70b', 'llama3-8b', 'mixtral-8x7b']
     """
     return sorted(_models_table())
 
@@ -188,18 +215,33 @@ def param_counts(m):
     h, f, d = m.hidden, m.ffn_hidden, m.hidden // m.heads
     kv = m.kv_heads * d
     attn = 2 * h * h + 2 * h * kv                     # Q and O; K and V (GQA)
-    mlp = (3 if m.mlp == "swiglu" else 2) * h * f
+    k = 3 if m.mlp == "swiglu" else 2
+    mlp = k * h * f
     norm = (2 if m.norm == "layernorm" else 1) * h
     bias = (h + 2 * kv + h + f + h) if m.bias else 0   # qkv, out, fc1, fc2
     if m.bias and m.mlp == "swiglu":
         bias += f
-    layer = attn + mlp + 2 * norm + bias
+    experts, one, active_mlp = 0, 0, mlp
+    if m.num_experts:
+        # every layer's MLP becomes E expert MLPs of inner size f_e (with their
+        # biases) and a router (h x E, no bias, as in Mixtral)
+        fe = m.expert_ffn_hidden
+        one = k * h * fe + ((fe * (2 if m.mlp == "swiglu" else 1) + h) if m.bias
+                            else 0)
+        experts = m.num_experts * one
+        bias = (h + 2 * kv + h) if m.bias else 0
+        mlp = h * m.num_experts                        # the router
+        active_mlp = mlp + m.top_k * k * h * fe
+    layer = attn + mlp + experts + 2 * norm + bias
     embed = m.vocab * h
     pos = m.seq_len * h if m.learned_positions else 0
     head = 0 if m.tied_embeddings else m.vocab * h
     total = m.layers * layer + embed + pos + head + norm
-    return {"layer": layer, "layer_matrices": attn + mlp, "embedding": embed,
-            "positions": pos, "output": head, "final_norm": norm, "total": total}
+    active = total - m.layers * (m.num_experts - m.top_k) * one
+    return {"layer": layer, "layer_matrices": attn + mlp + experts,
+            "layer_active_matrices": attn + active_mlp, "expert_layer": experts,
+            "embedding": embed, "positions": pos, "output": head,
+            "final_norm": norm, "total": total, "active": active}
 
 
 def parameter_count(spec):
@@ -309,8 +351,9 @@ def flops_per_step(spec, tokens, *, seq_len=None, recompute="none",
     check_choice("recompute", recompute, RECOMPUTE)
     check_choice("method", method, FLOPS_METHODS)
     if method == "6n":
-        base = 6.0 * m.params * n_tok
-        fwd_layers = 2.0 * (m.params - param_counts(m)["embedding"]) * n_tok
+        active = param_counts(m)["active"]
+        base = 6.0 * active * n_tok
+        fwd_layers = 2.0 * (active - param_counts(m)["embedding"]) * n_tok
         extra = {"none": 0.0, "full": fwd_layers,
                  "selective": 4.0 * s * m.hidden * m.layers * n_tok}[recompute]
         return base + extra
@@ -355,7 +398,7 @@ def layer_flops(spec, tokens, *, seq_len=None, recompute="none"):
 
 def flops_parts(m, n_tok, s, recompute):
     """Training FLOPs of the transformer layers and of the logits (output layer)."""
-    gemm = 2.0 * param_counts(m)["layer_matrices"] * m.layers * n_tok
+    gemm = 2.0 * param_counts(m)["layer_active_matrices"] * m.layers * n_tok
     attn = 4.0 * s * m.hidden * m.layers * n_tok
     layers = 3.0 * (gemm + attn)
     if recompute == "full":

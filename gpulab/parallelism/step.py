@@ -12,7 +12,7 @@ from .._validate import as_number, check_choice, check_int, finite_answer
 from .comm import Communication, comm_parts
 from .efficiency import PRECISIONS, gemm_efficiency, peak_flops, spec_shard_efficiency
 from .layout import Layout, as_layout, memory_reason, structural_reasons, as_system
-from .memory import TrainingMemory, training_memory
+from .memory import TrainingMemory, check_ep, training_memory
 from .model import RECOMPUTE, default_value, check_flag, flops_parts, check_positive, seq_len_of, as_model, check_zero, assumption, flops_per_step
 
 
@@ -55,8 +55,9 @@ def bubble_fraction(pp, micro_batches, virtual=1):
 class StepTime:
     """Time of one training step on the critical path. [s]
 
-    ``compute + tp_comm + pp_comm + dp_comm + bubble == total``: the
-    communication terms are what is *exposed* after overlap.
+    ``compute + tp_comm + pp_comm + dp_comm + ep_comm + bubble == total``: the
+    communication terms are what is *exposed* after overlap (``ep_comm`` is 0
+    without expert parallelism).
 
     Attributes
     ----------
@@ -90,6 +91,10 @@ class StepTime:
         for a GEMM of its shape (hidden x vocab/tp), or the caller's ``mfu``.
     precision : str
         ``"bf16"`` or ``"fp8"`` (the linear layers' precision).
+    ep : int
+        Expert-parallel degree (1: none).
+    ep_comm : float
+        Expert-parallel all-to-alls, on the critical path (not overlapped). [s]
     """
 
     layout: Layout
@@ -109,12 +114,18 @@ class StepTime:
     efficiency: float = float("nan")
     logits_efficiency: float = float("nan")
     precision: str = "bf16"
+    ep: int = 1
+    ep_comm: float = 0.0
 
     def components(self):
-        """The five parts of :attr:`total` as a dict."""
-        return {"compute": self.compute, "tp_comm": self.tp_comm,
-                "pp_comm": self.pp_comm, "dp_comm": self.dp_comm,
-                "bubble": self.bubble}
+        """The parts of :attr:`total` as a dict: compute, tp_comm, pp_comm,
+        dp_comm and bubble, plus ep_comm with expert parallelism (ep > 1)."""
+        out = {"compute": self.compute, "tp_comm": self.tp_comm,
+               "pp_comm": self.pp_comm, "dp_comm": self.dp_comm,
+               "bubble": self.bubble}
+        if self.ep > 1:
+            out["ep_comm"] = self.ep_comm
+        return out
 
 
 def _hidden(t, overlap, budget):
@@ -131,7 +142,7 @@ def compute_efficiency(m, gpu_spec, tp, seq_len, micro_batch, precision, mfu):
 
 
 def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucket, res,
-          nvls, gb, wb, precision="bf16"):
+          nvls, gb, wb, precision="bf16", ep=1):
     mb = gbatch // (lay.dp * b)
     n = lay.n_gpus
     tokens = float(gbatch) * s
@@ -141,10 +152,12 @@ def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucke
     # the slowest stage sets the pace: the last one also computes the logits
     compute = (f_layers / lay.pp / eff + f_logits / eff_logits) \
         / (lay.tp * lay.dp * peak)
-    comm = comm_parts(m, s_, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb)
+    comm = comm_parts(m, s_, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb,
+                      ep)
     tp = comm.tp * (1.0 - tpo)
     pp = comm.pp
-    bubble = bubble_fraction(lay.pp, mb, lay.virtual) * (compute + tp)
+    ep_t = comm.ep
+    bubble = bubble_fraction(lay.pp, mb, lay.virtual) * (compute + tp + ep_t)
     # per micro-batch forward and backward time (recomputation is in the backward)
     fwd_share = {"none": 1 / 3, "selective": 1 / 3, "full": 1 / 4}[recompute]
     fwd = compute / mb * fwd_share
@@ -159,11 +172,11 @@ def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucke
         else:
             rs_budget = bwd * (mb if z == 2 else 1)
             dp = rs - _hidden(rs, dpo, rs_budget) + ag - _hidden(ag, dpo, fwd)
-    total = compute + tp + pp + dp + bubble
+    total = compute + tp + pp + dp + bubble + ep_t
     mem = training_memory(m, lay.tp, lay.pp, lay.dp, micro_batch=b, seq_len=s,
                           zero=z, sequence_parallel=sp, recompute=recompute,
                           micro_batches=mb, virtual=lay.virtual, grad_bytes=gb,
-                          weight_bytes=wb)
+                          weight_bytes=wb, ep=ep)
     fits = memory_reason(mem, s_, res) is None
     model_flops = flops_per_step(m, tokens, seq_len=s)
     notes = list(comm.notes)
@@ -176,7 +189,7 @@ def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucke
         notes.append(memory_reason(mem, s_, res))
     return StepTime(lay, compute, tp, pp, dp, bubble, total, tokens / total,
                     model_flops / (total * n * peak), mb, mem, fits, comm,
-                    tuple(notes), eff, eff_logits, precision)
+                    tuple(notes), eff, eff_logits, precision, ep, ep_t)
 
 
 def step_options(system, *, mfu, precision, dp_overlap, tp_overlap, bucket_bytes,
@@ -200,7 +213,7 @@ def step_options(system, *, mfu, precision, dp_overlap, tp_overlap, bucket_bytes
 def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None,
               zero=0, sequence_parallel=False, recompute="none", mfu=None,
               dp_overlap=None, tp_overlap=None, bucket_bytes=None, reserve=None,
-              nvls=True, precision="bf16"):
+              nvls=True, precision="bf16", ep=1):
     r"""Step time, throughput and memory of one layout.
 
     Parameters
@@ -239,6 +252,12 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
         Precision of the linear layers; sets the peak (``fp16_dense_flops`` or
         ``fp8_dense_flops``) and the efficiency curve. ``"fp8"`` is the eager
         ``torch._scaled_mm`` path we measured, not Transformer Engine.
+    ep : int
+        Expert-parallel degree of a mixture-of-experts model (1: none). It must
+        divide the layout's ``dp`` and the number of experts: EP groups are made of
+        data-parallel ranks, Megatron Core's layout without MoE parallel folding. Adds the all-to-alls of
+        :func:`step_communication` to the critical path and shards the experts in
+        :func:`training_memory`.
 
     Returns
     -------
@@ -281,6 +300,12 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     bubble (p-1)/(v m) of ideal time        Narayanan et al. 2021, sec. 2.2
     TP collectives on the critical path     Shoeybi et al. 2019, sec. 3
     PP sends not overlapped                 Megatron's 1F1B schedule
+    EP all-to-alls not overlapped           Megatron Core MoE default (its
+                                            --overlap-moe-expert-parallel-comm
+                                            is off by default)
+    MoE compute = active parameters         top-k experts per token, balanced
+    (expert GEMMs at the efficiency of      routing; an assumption (ours): the
+    the model's dense MLP shape)            experts' smaller GEMMs run slower
     last stage also computes the logits     Megatron's default layer split
     (it sets the pace of the pipeline)      (no --account-for-loss-in-pipeline-
                                             split)
@@ -308,5 +333,7 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     why = structural_reasons(m, s_, lay, lay.n_gpus, gbatch, b, s, sp)
     if why:
         raise ValueError(f"layout {lay} cannot run: {'; '.join(why)}")
+    e = check_ep(m, ep, lay.dp)
     return step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, eta, dpo, tpo, bucket,
-                 res, nv, assumption("grad_bytes"), assumption("weight_bytes"), precision)
+                 res, nv, assumption("grad_bytes"), assumption("weight_bytes"), precision,
+                 e)

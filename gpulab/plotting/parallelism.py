@@ -149,6 +149,8 @@ _STEP_BREAKDOWN_PARTS = (("compute", "compute", COLORS["compute"]),
                ("pp_comm", "PP communication", COLORS["ib"]),
                ("dp_comm", "DP communication (exposed)", COLORS["pcie"]),
                ("bubble", "pipeline bubble", "#c8c8c8"))
+#: The expert-parallel all-to-all, drawn only when a step has EP > 1.
+_STEP_BREAKDOWN_EP = ("ep_comm", "EP all-to-all", COLORS["nvlink"])
 
 
 def _result_rows(results, name, want):
@@ -337,12 +339,14 @@ def plot_step_breakdown(step_times, *, ax=None):
     rows = _result_rows(step_times, "step_times", "step")
     ax = new_axes(ax)
     comps = [st.components() for _l, st in rows]
-    values = [np.array([c[k] for c in comps])
-              for k, _n, _c in _STEP_BREAKDOWN_PARTS]
+    parts = _STEP_BREAKDOWN_PARTS
+    if any(st.ep > 1 for _l, st in rows):
+        parts = parts + (_STEP_BREAKDOWN_EP,)
+    values = [np.array([c.get(k, 0.0) for c in comps]) for k, _n, _c in parts]
     ends = [f"{st.total:.2f} s, MFU {st.mfu:.0%}" for _l, st in rows]
-    key = (len(rows),)
+    key = (len(rows), len(parts))
     ax, left, _old = _stacked_barh(ax, "step_breakdown", key,
-                                   [lab for lab, _s in rows], _STEP_BREAKDOWN_PARTS,
+                                   [lab for lab, _s in rows], parts,
                                    values,
                                    ends, "Step time [s]")
     ax.set_xlim(0, _nice_ceil(float(left.max()) * 1.4))
@@ -603,6 +607,8 @@ def plot_tp_measured(rows, *, ax=None):
 _STEP_PARTS = (("compute", "compute", "compute"), ("tp_comm", "comm", "TP comm."),
                ("pp_comm", "ib", "PP comm."), ("dp_comm", "hbm", "DP comm."),
                ("bubble", "accent", "pipeline bubble"))
+#: The expert-parallel all-to-all, drawn only when a row has EP > 1.
+_STEP_PART_EP = ("ep_comm", "nvlink", "EP all-to-all")
 
 
 def plot_step_comparison(rows, *, ax=None):
@@ -627,8 +633,11 @@ def plot_step_comparison(rows, *, ax=None):
     ax = new_axes(ax)
     y = np.arange(len(rows))[::-1]
     left = np.zeros(len(rows))
-    for key, kind, name in _STEP_PARTS:
-        w = np.array([r[1].components()[key] for r in rows])
+    parts = _STEP_PARTS
+    if any(r[1].ep > 1 for r in rows):
+        parts = parts + (_STEP_PART_EP,)
+    for key, kind, name in parts:
+        w = np.array([r[1].components().get(key, 0.0) for r in rows])
         ax.barh(y, w, left=left, color=COLORS[kind], label=name)
         left += w
     for yi, (_label, st) in zip(y, rows):
@@ -640,7 +649,7 @@ def plot_step_comparison(rows, *, ax=None):
     ax.set_xlim(0, float(left.max()) * 1.45)
     ax.grid(axis="y", visible=False)
     # above the Axes, one row: inside, it would cover a bar's end label
-    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(_STEP_PARTS),
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(parts),
               fontsize=7.5, handlelength=1.5, columnspacing=1.2)
     return ax
 

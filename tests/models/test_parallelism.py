@@ -20,7 +20,7 @@ zeros = st.sampled_from(par.ZERO_STAGES)
 
 # --- model presets and parameter counts ------------------------------------------
 def test_presets_exist_with_sources():
-    assert set(PRESETS) == {"13b", "70b", "llama3-8b", "llama3-70b"}
+    assert set(PRESETS) == {"13b", "70b", "llama3-8b", "llama3-70b", "mixtral-8x7b"}
     for name in PRESETS:
         assert par.model(name).source
 
