@@ -11,24 +11,17 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import secrets
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from labserver import jupyterlab
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
-
-SERVER_START_TIMEOUT = 90  # s
 
 LAB_SETTINGS = {
     "@jupyterlab/docmanager-extension/plugin": {"autosave": False},
@@ -39,75 +32,14 @@ LAB_SETTINGS = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def lab_server(tmp_path_factory):
     """A JupyterLab server on a temporary copy of labs/; yields (base_url, token, root)."""
     tmp = tmp_path_factory.mktemp("jupyterlab")
     root = tmp / "labs"
     shutil.copytree(LABS, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    settings = tmp / "lab-settings"
-    for plugin, values in LAB_SETTINGS.items():
-        f = settings / f"{plugin}.jupyterlab-settings"
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(json.dumps(values), encoding="utf-8")
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(tmp / "config"),
-        "JUPYTER_DATA_DIR": str(tmp / "data"),
-        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
-        "JUPYTERLAB_SETTINGS_DIR": str(settings),
-        "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
-        "IPYTHONDIR": str(tmp / "ipython"),
-        "JUPYTER_PLATFORM_DIRS": "1",
-        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-    }
-    env.pop("JUPYTER_PATH", None)
-    # other test modules set MPLBACKEND=Agg for themselves at import; a kernel that
-    # inherits it draws no inline figures (Lab 3's interactive() plot stays empty)
-    env.pop("MPLBACKEND", None)
-    env.pop("JUPYTER_CONFIG_PATH", None)
-    port, token = free_port(), secrets.token_hex(16)
-    log = (tmp / "server.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
-         "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-         "--LanguageServerManager.autodetect=False",
-         *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else [])],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"JupyterLab exited with {proc.returncode}:\n"
-                            + (tmp / "server.log").read_text())
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("JupyterLab did not start:\n" + (tmp / "server.log").read_text())
-            time.sleep(0.5)
+    with jupyterlab(root, tmp, user_settings=LAB_SETTINGS) as (base, token, _log):
         yield base, token, root
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)  # the server and the kernels it started
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        log.close()
 
 
 def wait_for_kernel_idle(page, base: str, token: str, notebook: str, timeout: float) -> None:

@@ -19,11 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +27,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from labserver import jupyterlab
 
 pytestmark = pytest.mark.jupyterlab
 
@@ -38,7 +35,6 @@ ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = "why_interconnect"            # the chapter opened from the landing notebook
 CHAPTER_TITLE = "Why Interconnect Is the Bottleneck"
 SOURCE = "book/nvlink.md"               # a chapter source opened directly
-SERVER_START_TIMEOUT = 90  # s
 RUN_ALL_TIMEOUT = 240  # s
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 
@@ -46,12 +42,6 @@ USER_SETTINGS = {
     "@jupyterlab/docmanager-extension/plugin": {"autosave": True, "autosaveInterval": 1},
     "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def repo_files() -> list[str]:
@@ -86,62 +76,12 @@ def root_lab(tmp_path_factory):
     (app_settings / "overrides.d").mkdir(parents=True)
     shutil.copy(ROOT / "jupyter" / "overrides.json",
                 app_settings / "overrides.d" / "gpulab-course.json")
-    user_settings = tmp / "user-settings"
-    for plugin, values in USER_SETTINGS.items():
-        f = user_settings / f"{plugin}.jupyterlab-settings"
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(json.dumps(values), encoding="utf-8")
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(tmp / "config"),
-        "JUPYTER_CONFIG_PATH": str(root / "jupyter"),
-        "JUPYTER_DATA_DIR": str(tmp / "data"),
-        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
-        "JUPYTERLAB_SETTINGS_DIR": str(user_settings),
-        "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
-        "IPYTHONDIR": str(tmp / "ipython"),
-        "JUPYTER_PLATFORM_DIRS": "1",
-        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-    }
-    env.pop("JUPYTER_PATH", None)
-    env.pop("MPLBACKEND", None)    # a kernel that inherits Agg draws no inline figures
-    port, token = free_port(), secrets.token_hex(16)
-    log_path = tmp / "server.log"
-    log = log_path.open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
-         "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}",
-         "--LabApp.default_url=/lab/tree/START.ipynb",
-         f"--LabServerApp.app_settings_dir={app_settings}",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-         "--LanguageServerManager.autodetect=False",
-         *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else [])],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"JupyterLab exited with {proc.returncode}:\n{log_path.read_text()}")
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("JupyterLab did not start:\n" + log_path.read_text())
-            time.sleep(0.5)
+    with jupyterlab(root, tmp, user_settings=USER_SETTINGS,
+                    env={"JUPYTER_CONFIG_PATH": str(root / "jupyter")},
+                    args=("--LabApp.default_url=/lab/tree/START.ipynb",
+                          f"--LabServerApp.app_settings_dir={app_settings}")) \
+            as (base, token, log_path):
         yield base, token, root, log_path
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        log.close()
 
 
 def test_server_uses_the_course_contents_manager(root_lab):
