@@ -110,6 +110,17 @@ BYTES_LABEL_EXPR = ("datum.value >= 1073741824 ? format(datum.value / 1073741824
                     " : format(datum.value, '~g') + ' B'")
 
 
+def bytes_x(field="bytes:Q", title="Message size"):
+    """Altair x encoding of a message-size axis: log base 2, ticks every 16x from 8 B
+    to 16 GiB, labelled with binary prefixes."""
+    import altair as alt
+
+    return alt.X(field, scale=alt.Scale(type="log", base=2),
+                 axis=alt.Axis(values=[2 ** k for k in range(3, 35, 4)],
+                               labelExpr=BYTES_LABEL_EXPR),
+                 title=title)
+
+
 def picked(column, control):
     """Vega expression: ``datum[column]`` equals the value of the control (parameter)
     named ``control``, for a layer that marks the picked point of a curve."""

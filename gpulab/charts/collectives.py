@@ -7,7 +7,7 @@ import functools
 
 import altair as alt
 
-from .base import BYTES_LABEL_EXPR, Control, build, picked
+from .base import Control, build, bytes_x, picked
 from .. import collectives, systems, units
 
 #: Grid of the collective chart: systems, collectives, ranks, marked sizes [B].
@@ -66,10 +66,7 @@ def collective_chart(system="hgx-h200", collective="all_reduce", n_ranks=8,
         return rows, text
 
     def plot(base):
-        x = alt.X("bytes:Q", scale=alt.Scale(type="log", base=2),
-                  axis=alt.Axis(values=[2 ** k for k in range(3, 35, 4)],
-                                labelExpr=BYTES_LABEL_EXPR),
-                  title="Message size")
+        x = bytes_x()
         y = alt.Y("busbw:Q", title="busbw [GB/s, per direction]")
         line = base.mark_line(point=True).encode(
             x=x, y=y, tooltip=[alt.Tooltip("bytes:Q", format=","),

@@ -7,7 +7,7 @@ import functools
 
 import altair as alt
 
-from .base import BYTES_LABEL_EXPR, Control, build, picked
+from .base import Control, build, bytes_x, picked
 from .. import collectives, network, units
 
 #: Grid of the network chart: cluster presets, node counts, fabrics ("preset": the
@@ -81,10 +81,7 @@ def network_chart(cluster="dgx-h100-spod", nodes=2, fabric="preset",
         return rows, "\n".join(lines)
 
     def plot(base):
-        x = alt.X("bytes:Q", scale=alt.Scale(type="log", base=2),
-                  axis=alt.Axis(values=[2 ** k for k in range(3, 35, 4)],
-                                labelExpr=BYTES_LABEL_EXPR),
-                  title="Message size")
+        x = bytes_x()
         y = alt.Y("busbw:Q", title="busbw [GB/s, per direction]")
         model = base.transform_filter("datum.algorithm != 'published'")
         line = model.mark_line(color="#999999").encode(x=x, y=y)

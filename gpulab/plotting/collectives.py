@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from .._validate import check_choice, check_int
-from .style import COLORS, check_rates, remember_artists, sentinel_patch, cached_artists, bytes_axis, new_axes
+from .style import COLORS, check_prediction, check_rates, remember_artists, sentinel_patch, cached_artists, bytes_axis, new_axes
 from .. import collectives, units
 from .. import collectives as C
 
@@ -293,10 +293,7 @@ def plot_collective_prediction(prediction, *, message_bytes=None, metric="busbw"
     -------
     matplotlib.axes.Axes
     """
-    if not isinstance(prediction, collectives.Prediction) \
-            or prediction.message_bytes.size < 2:
-        raise ValueError("prediction must be a gpulab.collectives.Prediction "
-                         "over at least two sizes")
+    check_prediction(prediction)
     check_choice("metric", metric, ("busbw", "time"))
     if line_rate is not None and (not isinstance(line_rate, units.Bandwidth)
                                   or line_rate.direction != units.PER_DIRECTION):

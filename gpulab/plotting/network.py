@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import collectives, units
+from .. import units
 from .._validate import check_choice
-from .style import (COLORS, bytes_axis, cached_artists, check_rates, curve_arrays,
+from .style import (COLORS, bytes_axis, cached_artists, check_prediction, check_rates, curve_arrays,
                     new_axes, remember_artists, sentinel_patch)
 
 #: Colour per multi-node algorithm (and "direct", alltoall's).
@@ -42,10 +42,7 @@ def plot_scale_out(prediction, *, message_bytes=None, published=None, line_rates
     -------
     matplotlib.axes.Axes
     """
-    if not isinstance(prediction, collectives.Prediction) \
-            or prediction.message_bytes.size < 2:
-        raise ValueError("prediction must be a gpulab.collectives.Prediction "
-                         "over at least two sizes")
+    check_prediction(prediction)
     rates = check_rates(line_rates, "line_rates")
     pub = None
     if published is not None:

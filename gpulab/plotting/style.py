@@ -152,3 +152,14 @@ def curve_arrays(name, label, x, y):
         raise ValueError(f"{name}: {label!r} needs sizes > 0 [B] and finite "
                          "values >= 0")
     return x, y
+
+
+def check_prediction(prediction, name="prediction"):
+    """Refuse anything but a :class:`gpulab.collectives.Prediction` over two sizes or more."""
+    from .. import collectives
+
+    if not isinstance(prediction, collectives.Prediction) \
+            or prediction.message_bytes.size < 2:
+        raise ValueError(f"{name} must be a gpulab.collectives.Prediction "
+                         "over at least two sizes")
+    return prediction
