@@ -85,6 +85,7 @@ from .network import (  # noqa: F401
     NETWORK_ALGO_COLORS,
     plot_scale_out,
     plot_busbw_vs_nodes,
+    plot_ep_alltoall,
 )
 
 __all__ = [
@@ -133,4 +134,5 @@ __all__ = [
     "NETWORK_ALGO_COLORS",
     "plot_scale_out",
     "plot_busbw_vs_nodes",
+    "plot_ep_alltoall",
 ]

@@ -178,3 +178,52 @@ def plot_busbw_vs_nodes(nodes, curves, *, leaf_nodes=None, ax=None):
     ax.set_ylim(0, None)
     ax.legend(loc="lower left", fontsize=8)
     return ax
+
+
+def plot_ep_alltoall(curves, *, domain=None, domain_label="one node", ax=None):
+    """Time of a MoE layer's expert-parallel all-to-alls against the EP degree.
+
+    Parameters
+    ----------
+    curves : sequence of (label, ep_degrees, times, kind)
+        One curve each: EP degrees (>= 2, increasing), the all-to-all time per layer
+        [s] at each, and ``kind``, a key of :data:`gpulab.plotting.COLORS`.
+    domain : int, optional
+        The NVLink domain size (GPUs), marked with a dotted line.
+    domain_label : str
+        The dotted line's label.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    if not curves:
+        raise ValueError("curves must hold at least one (label, ep_degrees, times, kind)")
+    ax = new_axes(ax)
+    ticks = set()
+    for item in curves:
+        if not (isinstance(item, tuple) and len(item) == 4):
+            raise ValueError("curves must be (label, ep_degrees, times, kind) tuples; "
+                             f"got {item!r:.80}")
+        label, eps, t, kind = item
+        check_choice("kind", kind, COLORS)
+        x, y = curve_arrays("curves", label, eps, t)
+        if np.any(x < 2) or np.any(np.diff(x) <= 0):
+            raise ValueError(f"curves: {label!r} needs increasing EP degrees >= 2; "
+                             f"got {list(eps)!r}")
+        ticks.update(x.tolist())
+        ax.plot(x, y * 1e3, "o-", color=COLORS[kind], label=str(label))
+    if domain is not None:
+        ax.axvline(float(domain), ls=":", lw=1, color=COLORS["model"])
+        ax.annotate(str(domain_label), (float(domain), 1.0),
+                    xycoords=("data", "axes fraction"), xytext=(-4, -4),
+                    textcoords="offset points", ha="right", va="top", fontsize=8)
+    ax.set_xscale("log", base=2)
+    ticks = sorted(ticks)
+    ax.set_xticks(ticks, [f"{v:g}" for v in ticks])
+    ax.minorticks_off()
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("EP degree [ranks per expert group]")
+    ax.set_ylabel("EP all-to-all time per layer [ms]")
+    ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 0.12))
+    return ax

@@ -1072,6 +1072,24 @@ def _so_oversub():
     return P.plot_busbw_vs_nodes(nodes, curves, leaf_nodes=32).figure
 
 
+@book("scale_out:fig-so-ep", "plot_ep_alltoall")
+def _so_ep():
+    from gpulab import network
+    from gpulab import parallelism as par
+    moe = par.model("mixtral-8x7b")
+    tokens = moe.seq_len                              # micro-batch 1, TP1
+    pod8, rack = network.scale_out("dgx-h100-spod", 8), network.scale_out("gb200-nvl72", 18)
+    curves = []
+    for label, system, stride, kind in (("DGX H100, EP ranks adjacent", pod8, 1, "nvlink"),
+                                        ("DGX H100, one EP rank per node", pod8, 8, "ib"),
+                                        ("GB200 NVL72 rack", rack, 1, "hbm")):
+        eps = [e for e in (2, 4, 8, 16, 32, 64) if e * stride <= system.n_gpus]
+        curves.append((label, eps, [par.expert_alltoall_time(
+            tokens, moe.hidden, e, system, top_k=moe.top_k, stride=stride).total
+            for e in eps], kind))
+    return P.plot_ep_alltoall(curves, domain=8, domain_label="one DGX H100 node").figure
+
+
 @book("scale_out:fig-so-nodes", "plot_busbw_curves")
 def _so_nodes():
     from gpulab import network

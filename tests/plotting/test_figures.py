@@ -146,6 +146,10 @@ CALLS.update({
         "nodes": [2, 4, 8, 16], "curves": [("1:1", [360e9] * 4, "ib"),
                                           ("2:1", [360e9, 360e9, 180e9, 180e9], "comm")],
         "leaf_nodes": 4},
+    "plot_ep_alltoall": lambda: {
+        "curves": [("in a node", [2, 4, 8], [1e-4, 3e-4, 8e-4], "nvlink"),
+                   ("across nodes", [2, 4, 8], [2e-3, 4e-3, 5e-3], "ib")],
+        "domain": 8},
 })
 # Chapter 7: parallel strategies
 CALLS.update({
