@@ -99,3 +99,14 @@ def test_an_empty_fp8_field_is_none(monkeypatch):
     assert gpu.fp8_dense_flops is None
     assert gpu.fp16_dense_flops == 100e12
     assert gpu.memory_bytes == 80e9
+
+
+@pytest.mark.parametrize("name", ["X", "X/X", "./X"])
+def test_an_unknown_entry_is_reported_as_unknown_not_as_malformed(name):
+    # "X" is a well-formed path that names no entry; only "", "/" or "." are malformed
+    with pytest.raises(ValueError, match=r"^name must name an entry of assumptions\.yaml; 'X' is "
+                                         r"not under top level"):
+        specs.assumption("course", name)
+    with pytest.raises(ValueError, match=r"^name must be a path in assumptions\.yaml such as "
+                                         r"'a/b'; got '\./'$"):
+        specs.assumption("course", "./")
