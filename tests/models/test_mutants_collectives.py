@@ -14,6 +14,8 @@ their own tests (tests/models/test_network.py).
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gpulab import collectives as C
@@ -95,3 +97,42 @@ def test_rank_counts_are_bounded():
     assert C.ranks_fit_domains("hgx-h200", 8) is True        # one node of eight GPUs
     with pytest.raises(ValueError, match=r"^n_ranks must be"):
         C.ranks_fit_domains("hgx-h200", 0)
+
+
+@pytest.mark.parametrize("algorithm", ["nvlstree", "collnet"])
+def test_all_reduce_wire_factor_of_the_switch_reductions(algorithm):
+    # NVLSTree and CollNet: each GPU sends its buffer once and receives the result once
+    assert C.wire_factor("all_reduce", 8, algorithm) == 1.0
+
+
+@pytest.mark.parametrize("collective, n, system, kwargs, want", [
+    ("all_reduce", 2, "h100-pcie", {"algorithm": "nvls"},
+     "algorithm 'nvls' needs all_reduce inside one NVLink domain whose NVSwitch reduces in "
+     "the switch, over the p2p transport, with NVLS enabled (system 'h100-pcie')"),
+    ("all_gather", 2, "h200-x2-measured", {"algorithm": "direct"},
+     "algorithm 'direct' is modelled for all_reduce, alltoall and sendrecv"),
+    ("alltoall", 2, "h200-x2-measured", {"algorithm": "ring"},
+     "alltoall is point-to-point: algorithm must be 'direct' or 'auto'"),
+    # hgx-h200-2node: 8 GPUs per node, so one process drives at most 8
+    ("all_reduce", 16, "hgx-h200-2node", {"gpus_per_process": 16},
+     "gpus_per_process must be an integer in [1, 8]; got 16"),
+])
+def test_refused_choices_say_why(collective, n, system, kwargs, want):
+    with pytest.raises(ValueError, match=f"^{re.escape(want)}$"):
+        C.collective_time(collective, 1e6, n, system, **kwargs)
+
+
+def test_a_ring_may_be_chosen_for_all_reduce():
+    t = C.collective_time("all_reduce", 1e6, 2, "h200-x2-measured", algorithm="ring")
+    assert t > 0
+
+
+def test_tree_busbw_is_nine_tenths_of_the_ring_s():
+    # 2 ranks, Simple: the ring moves 2(2-1)/2 = 1 buffer at B, the tree 2 buffers at
+    # 0.9 B (NCCL's tree busbw x 0.9); the costs that do not grow with the size cancel in
+    # the difference between 2 GB and 1 GB
+    def slope(algorithm):
+        t = [C.collective_time("all_reduce", s, 2, "h200-x2-measured", algorithm=algorithm,
+                               protocol="Simple") for s in (1e9, 2e9)]
+        return t[1] - t[0]
+    assert slope("tree") / slope("ring") == pytest.approx(2 / 0.9, rel=1e-9)
