@@ -77,9 +77,12 @@ TARGETS = (
     Target("collectives", ("gpulab/collectives.py",),
            (f"{MODELS}/test_collectives.py", f"{MODELS}/test_collectives_model.py"),
            "collectives"),
+    Target("network", ("gpulab/network/*.py",), (f"{MODELS}/test_network.py",),
+           "network or perftest"),
     Target("parallelism", ("gpulab/parallelism/*.py",),
            (f"{MODELS}/test_parallelism.py", f"{MODELS}/test_memory.py",
-            f"{MODELS}/test_efficiency.py"),
+            f"{MODELS}/test_efficiency.py", f"{MODELS}/test_step_oracles.py",
+            f"{MODELS}/test_moe.py"),
            "parallelism or memory or efficiency or model or layout or comm or step or chooser"
            " or tp or roi"),
     Target("topology", ("gpulab/topology/*.py",),
