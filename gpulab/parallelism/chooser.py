@@ -147,7 +147,11 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
     zero : {0, 1, 2, 3}
         ZeRO stage (default 1: Megatron's distributed optimizer).
     sequence_parallel : bool or tuple of bool
-        Value(s) to try (True is only tried where TP > 1).
+        Value(s) to try (True is only tried where TP > 1). For a mixture-of-experts
+        model with TP > 1 sequence parallelism is forced on, whatever is given:
+        Megatron Core refuses MoE with tensor parallelism without it
+        (``parallelism.memory.moe_sp_reason``), so those candidates are evaluated, and returned,
+        with ``sequence_parallel=True`` only.
     recompute : str or tuple of str
         Recomputation mode(s) to try.
     virtual : int or tuple of int
@@ -222,8 +226,10 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
                 if v > 1 and pp == 1:
                     continue
                 lay = Layout(tp, pp, dp, v)
+                # MoE with TP > 1: sequence parallelism on (Megatron Core's rule)
+                sp_try = (True,) if m.num_experts and tp > 1 else sps
                 for b in mbs:
-                    for sp in sps:
+                    for sp in sp_try:
                         if sp and tp == 1:
                             continue
                         for rc, e in itertools.product(recs, eps):

@@ -16,7 +16,7 @@ import numpy as np
 from .. import collectives
 from .._validate import as_number, check_choice, check_int, finite_answer
 from .layout import as_layout, as_system
-from .memory import check_ep, stage_expert_param_count, stage_param_count
+from .memory import check_ep, moe_sp_reason, stage_expert_param_count, stage_param_count
 from .model import RECOMPUTE, default_value, check_flag, check_positive, seq_len_of, as_model, check_zero
 
 
@@ -419,6 +419,8 @@ def step_communication(spec, system, layout, *, micro_batch=1, micro_batches=1,
         per step. 2: the reduce-scatter runs every micro-batch. 3: also all-gather
         the weights twice (forward and backward) every micro-batch.
     sequence_parallel : bool
+        Must be True for a mixture-of-experts model with TP > 1 (Megatron Core
+        refuses MoE with tensor parallelism otherwise; ``parallelism.memory.moe_sp_reason``).
     recompute : {"none", "selective", "full"}
     bucket_bytes : float, optional
         DP bucket size (default 25 MiB, PyTorch DDP's); one collective per bucket.
@@ -499,4 +501,8 @@ def step_communication(spec, system, layout, *, micro_batch=1, micro_batches=1,
                   low_inclusive=False)
     nv = check_flag("nvls", nvls)
     e = check_ep(m, ep, lay.dp)
+    why = moe_sp_reason(m, lay.tp, sp)
+    if why:
+        raise ValueError(f"sequence_parallel must be True for layout {lay} of "
+                         f"{m.name!r}: {why}")
     return comm_parts(m, s_, lay, b, mb, s, z, sp, recompute, bucket, nv, gb, wb, e)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from .. import network, systems
 from .._validate import check_choice, check_int
-from .memory import training_memory
+from .memory import moe_sp_reason, training_memory
 from .model import RECOMPUTE, default_value, check_flag, check_positive, seq_len_of, as_model, check_zero
 
 
@@ -161,6 +161,9 @@ def structural_reasons(m, system, lay, n_gpus, global_batch, b, s, sp):
         elif mb % lay.pp:
             why.append(f"interleaved 1F1B needs micro-batches ({mb}) divisible by "
                        f"PP{lay.pp}")
+    moe_sp = moe_sp_reason(m, lay.tp, sp)
+    if moe_sp:
+        why.append(moe_sp)
     if sp and lay.tp > 1 and s % lay.tp:
         why.append(f"sequence length {s} does not split over TP{lay.tp} "
                    "(sequence parallelism)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from .. import specs
 from .._validate import as_number, check_choice, check_int, finite_answer
 from .model import (RECOMPUTE, param_counts, default_value, check_flag,
                     check_positive, seq_len_of, as_model, check_zero, assumption)
@@ -267,6 +268,23 @@ def stage_expert_param_count(m, tp, pp, ep=1):
     split over ``tp x ep`` (EP ranks hold ``num_experts / ep`` whole experts, each
     split over TP as the dense MLP is). 0 for a dense model."""
     return m.layers / pp * param_counts(m)["expert_layer"] / (tp * ep)
+
+
+def moe_sp_reason(m, tp, sp):
+    """Why an MoE layout cannot train, or None: with TP > 1 a mixture-of-experts
+    model needs sequence parallelism.
+
+    Megatron Core's MoE layer refuses to train with TP > 1 and sequence parallelism
+    off (any EP degree), and its parallel config warns that EP with TP needs it
+    (record ``moe_tp_needs_sequence_parallel`` of
+    ``data/parallelism_assumptions.yaml``). The EP all-to-all bytes of
+    :func:`step_communication` (each TP rank dispatches ``1/tp`` of the tokens)
+    assume it too. Dense models and TP1 are never refused."""
+    if m.num_experts and tp > 1 and not sp and specs.assumption(
+            "parallelism", "moe_tp_needs_sequence_parallel"):
+        return (f"an MoE model with TP{tp} needs sequence parallelism (Megatron "
+                "Core's MoE layer refuses to train with TP > 1 without it)")
+    return None
 
 
 def check_ep(m, ep, dp):

@@ -229,6 +229,8 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     seq_len : int, optional
     zero : {0, 1, 2, 3}
     sequence_parallel : bool
+        Must be True for a mixture-of-experts model with TP > 1 (Megatron Core
+        refuses MoE with tensor parallelism otherwise; ``parallelism.memory.moe_sp_reason``).
     recompute : {"none", "selective", "full"}
     mfu : float, optional
         A flat fraction of the GPU's dense peak (in ``precision``) for all compute,

@@ -102,7 +102,8 @@ def test_alltoall_bytes_and_calls_per_layer():
 
 
 def test_tp_shares_the_tokens_and_sets_the_ep_stride():
-    c = par.step_communication("mixtral-8x7b", "hgx-h200", (2, 1, 4), ep=4)
+    c = par.step_communication("mixtral-8x7b", "hgx-h200", (2, 1, 4), ep=4,
+                               sequence_parallel=True)
     assert c.ep_bytes == 4096 / 2 * 2 * 4096 * 2
     one = par.expert_alltoall_time(2048, 4096, 4, "hgx-h200", stride=2)
     assert c.ep == pytest.approx(4 * 32 * one.per_call, rel=1e-12)
@@ -159,8 +160,9 @@ def test_chooser_puts_ep_in_the_nvlink_domain_and_avoids_it_across_nodes():
     assert best.options["ep"] > 1
     assert best.layout.tp * best.options["ep"] <= nvl.nvlink_domain
     # the same EP layout: across nodes the alltoall costs several times more
-    a = par.step_time("mixtral-8x7b", dgx, (8, 1, 2), global_batch=256, ep=2)
-    b = par.step_time("mixtral-8x7b", nvl, (8, 1, 2), global_batch=256, ep=2)
+    kw = dict(global_batch=256, ep=2, sequence_parallel=True)
+    a = par.step_time("mixtral-8x7b", dgx, (8, 1, 2), **kw)
+    b = par.step_time("mixtral-8x7b", nvl, (8, 1, 2), **kw)
     assert a.ep_comm > 3 * b.ep_comm
 
 
@@ -169,6 +171,60 @@ def test_chooser_explicit_ep_must_divide_dp():
     assert all(x.options["ep"] == 8 for x in r.valid + r.invalid)
     assert all(x.layout.dp % 8 == 0 for x in r.valid)
     assert any("EP8 does not divide" in x.why for x in r.invalid)
+
+
+# --- MoE with TP needs sequence parallelism (Megatron Core's rule) ------------------
+def test_moe_with_tp_needs_sequence_parallel_everywhere():
+    # Megatron Core's MoE layer refuses to train with TP > 1 and SP off (core_v0.19.0,
+    # megatron/core/transformer/moe/moe_layer.py 629-633); the EP bytes assume SP
+    kw = dict(global_batch=64)
+    for ep in (1, 4):
+        with pytest.raises(ValueError, match="sequence parallelism"):
+            par.step_time("mixtral-8x7b", "hgx-h200", (2, 1, 4), ep=ep, **kw)
+        with pytest.raises(ValueError, match="^sequence_parallel"):
+            par.step_communication("mixtral-8x7b", "hgx-h200", (2, 1, 4), ep=ep)
+        st = par.step_time("mixtral-8x7b", "hgx-h200", (2, 1, 4), ep=ep,
+                           sequence_parallel=True, **kw)
+        assert st.total > 0
+    # TP1 needs nothing, and dense models keep the choice
+    assert par.step_time("mixtral-8x7b", "hgx-h200", (1, 1, 8), ep=8, **kw).total > 0
+    assert par.step_time("13b", "hgx-h200", (2, 1, 4), **kw).total > 0
+    why = par.validate_layout("mixtral-8x7b", "hgx-h200", (2, 1, 4), global_batch=64)
+    assert any("needs sequence parallelism" in w for w in why)
+
+
+@pytest.mark.parametrize("sp", [False, (False, True), True])
+def test_chooser_never_evaluates_moe_tp_without_sequence_parallel(sp):
+    r = par.rank_layouts("mixtral-8x7b", par.cluster("dgx-h100", 2), global_batch=256,
+                         sequence_parallel=sp)
+    every = r.valid + r.invalid
+    assert any(x.layout.tp > 1 for x in r.valid)        # forced on, not dropped
+    for x in every:
+        if x.layout.tp > 1:
+            assert x.options["sequence_parallel"] is True, (x.layout, x.options)
+        else:
+            assert x.options["sequence_parallel"] is False
+    # a dense model still tries both where asked
+    d = par.rank_layouts("13b", "hgx-h200", global_batch=64, sequence_parallel=sp)
+    tried = {x.options["sequence_parallel"] for x in d.valid + d.invalid
+             if x.layout.tp > 1}
+    assert tried == ({sp} if isinstance(sp, bool) else set(sp))
+
+
+def test_nvl72_mixtral_pick_runs_with_sequence_parallelism():
+    # the scale-out chapter's pick on 512 GB200 NVL72 GPUs (its CHOOSER options)
+    from gpulab import network
+    nvl = network.scale_out("gb200-nvl72", 128)
+    r = par.rank_layouts("mixtral-8x7b", nvl, global_batch=1024, micro_batch=(1, 2, 4),
+                         recompute=("none", "selective"),
+                         sequence_parallel=(False, True))
+    best = r.best
+    assert f"{best.layout} EP{best.options['ep']}" == "TP2 PP1 DP256 EP8"
+    assert best.options["sequence_parallel"] is True
+    assert best.step.total == pytest.approx(par.step_time(
+        "mixtral-8x7b", nvl, (2, 1, 256), global_batch=1024, micro_batch=4,
+        recompute="selective", sequence_parallel=True, ep=8, zero=1).total,
+        rel=1e-12)
 
 
 # --- bad input -------------------------------------------------------------------------
