@@ -32,8 +32,8 @@ API (stable)
 ``public_results()``, ``public_errors()``
     Published multi-node nccl-tests results
     (``gpulab/data/measurements/public_multinode.csv``) and the model's error per
-    source and size band (targets: busbw within 15 % from 1 GiB, time within 30 %
-    below 64 KiB).
+    source and size band (target: the median per source and band within 20 %,
+    every point within 35 %: time below 64 KiB, busbw above).
 ``fabric(name)``, ``fabric_names()``, ``topology(name)``, ``parse_nics(text)``,
 ``nccl_constant(name)``, ``nccl_version()``
     The data behind the model.

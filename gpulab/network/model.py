@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import links, pcie, specs, systems
 from .._validate import as_number, check_choice, check_int, finite_answer
-from . import data
+from . import data, execution
 from .cluster import scale_out
 
 #: nccl-tests collectives.
@@ -334,6 +334,80 @@ def candidates(collective, p, algorithm="auto"):
     return out
 
 
+def _max_channels(p):
+    """Channels of an inter-node ring or tree: NCCL doubles the rings its search
+    finds, one per NIC (connect.cc), so two per NIC the node's ranks use, at least
+    2 and at most 32 (our reading; NCCL logs 16 channels on 8-NIC nodes)."""
+    return int(min(32, max(2, 2 * round(p.nics))))
+
+
+def _intra_hop(proto):
+    """Latency of one NVLink/PCIe step of ``proto`` as our 2x H200 runs measured it
+    (``nccl_model.yaml``, transports/p2p/protocols)."""
+    return specs.assumption("nccl", f"transports/p2p/protocols/{proto}")["hop_latency_s"]
+
+
+def _proto_rate(proto):
+    """Share of a channel's rate a protocol carries as data: LL half (a flag per
+    4 data bytes), LL128 120/128 (NCCL tuning.cc's factors)."""
+    f = data.constant_view("protocol_factor")
+    return {"LL": f["ring_LL"], "LL128": f["ring_LL128"], "Simple": 1.0}[proto]
+
+
+def executed_time(collective, s, n, p, algo, proto):
+    """Time of the (algorithm, protocol) NCCL chose, as it runs: channels used for
+    the size, pieces and the pipeline over the path's hops
+    (:mod:`gpulab.network.execution`). Ring and tree; NVLSTree, CollNet and the
+    point-to-point calls keep the tuner's form (:func:`tuner_time`). [s]"""
+    if algo == "nvlstree":
+        return _nvlstree_executed(s, p)
+    if algo not in ("ring", "tree") or collective not in (
+            "all_reduce", "all_gather", "reduce_scatter"):
+        return _one(collective, s, n, p, algo, proto)
+    nc_max = _max_channels(p)
+    share = _proto_rate(proto)
+    lat_net = _inter_lat(p, algo, proto)
+    lat_in = _intra_hop(proto)
+    if algo == "ring":
+        nc = execution.channels_used(s, nc_max, proto, n, "ring")
+        steps = 2 * (n - 1) if collective == "all_reduce" else n - 1
+        hops = [("intra", lat_in, p.nvlink_bw * share / nc_max),
+                ("net", lat_net, p.net_bw * share / nc_max)]
+        return _base("ring", proto) + execution.ring_time(s, nc, n, steps, proto, hops)
+    else:
+        nc = execution.channels_used(s, nc_max, proto, n, "tree")
+        piece = execution.tree_piece(s, nc, proto)
+        hi, hn = execution.tree_hops(p.ranks_per_node, p.nodes)
+        # the chain sends each byte up and down over a GPU's links; a node sends
+        # and receives the buffer _tree_factor times over its NICs
+        rate_in = p.nvlink_bw * share / (2 * nc_max)
+        rate_net = p.net_bw * share / (_tree_factor(p) * nc_max)
+        wire = s
+        base = _base("tree", proto)
+    t = execution.pipeline_time(
+        wire, nc, execution.store_forward_piece(piece, proto, "intra"),
+        execution.store_forward_piece(piece, proto, "net"), hi, hn, lat_in, lat_net,
+        rate_in, rate_net)
+    return base + t
+
+
+def _nvlstree_executed(s, p):
+    """NVLSTree as it runs: every GPU of a node is a head with its NIC, each of
+    NCCL's NVLS channels (16 on Hopper, 32 on Blackwell) runs one op per head; an
+    op's pieces are reduced in the switch (one NVLink step up, one down) and cross
+    the tree's network levels up and down. The node's buffer is reduced at the
+    NVLS rate and sent ``_tree_factor`` times over its NICs."""
+    heads = max(1, int(round(p.ranks_per_node)))
+    ops = execution.nvls_channels(p.arch, p.nodes) * heads
+    piece = execution.nvlstree_piece(s, ops, p.nodes)
+    hi, hn = 2, 2 * max(1, math.ceil(math.log2(p.nodes)))
+    rate_in = p.nvls_bw / ops
+    rate_net = p.net_bw / (_tree_factor(p) * ops)
+    t = execution.pipeline_time(s, ops, piece, piece, hi, hn, _intra_hop("Simple"),
+                                _inter_lat(p, "nvlstree", "Simple"), rate_in, rate_net)
+    return _base("nvlstree", "Simple") + t
+
+
 def _one(collective, s, n, p, algo, proto):
     kind = p.intra
     if algo == "ring":
@@ -401,12 +475,15 @@ def collective_times(collective, message_bytes, n_ranks, system, *, algorithm="a
         if not pairs:
             raise ValueError(f"protocol {protocol!r} is not available for {collective} "
                              f"with algorithm {algorithm!r} here")
-    # NCCL's tuner compares the GPU times; the host's time per call only floors
+    # NCCL's tuner picks by its estimate (tuning.cc's latency + bytes / bandwidth);
+    # the call then runs as executed_time says; the host's time per call only floors
     # the result (nccl-tests issues calls back to back)
-    times = np.vstack([_one(collective, s, n, p, a, pr) for a, pr in pairs])
-    best = np.argmin(times, axis=0)
+    est = np.vstack([_one(collective, s, n, p, a, pr) for a, pr in pairs])
+    best = np.argmin(est, axis=0)
     idx = np.arange(s.size)
+    times = np.vstack([executed_time(collective, s, n, p, a, pr) for a, pr in pairs])
     return {"time": np.maximum(host_time, times[best, idx]),
+            "estimate": est[best, idx],
             "algorithm": np.array([pairs[i][0] for i in best]),
             "protocol": np.array([pairs[i][1] for i in best])}
 

@@ -1,0 +1,325 @@
+r"""What NCCL runs: channels, pieces and the pipeline of one collective call.
+
+NCCL's tuner (``src/graph/tuning.cc``) *chooses* an algorithm and a protocol with an
+estimate ``latency + bytes / bandwidth`` that assumes every channel is in use and that
+a message streams from its first byte. The call then *runs* differently, and this
+module models that run from NCCL's own mechanics (NCCL 2.30.7, file and line in
+``gpulab/data/nccl_mechanics.yaml``):
+
+1. **Channels used.** ``topoGetAlgoInfo`` (``src/enqueue.cc``) drops channels while
+   the message is smaller than ``channels x threads x threshold`` bytes (64 B per
+   thread for Simple, 8 B for LL and LL128, LL's multiplied by the ranks for a ring),
+   so a small message runs on few channels and gets only their bandwidth.
+2. **Pieces.** Every channel moves its share in pieces: a ring all_reduce step moves
+   ``min(chunk, share / ranks)`` bytes, in slices of half a chunk for Simple (chunk =
+   4 buffer steps, slice = 2; ``collectives.h``); a tree moves one buffer step at a
+   time. Simple signals a piece only once it is whole, so each hop is
+   store-and-forward at slice granularity; LL and LL128 flag every 8- or 128-byte
+   line, so over NVLink they forward almost at once, while a network step still
+   leaves only when the proxy has the whole step.
+3. **Pipeline.** The first piece must cross every hop of the algorithm's path (the
+   ring's ``2(n-1)`` steps, the tree's chain up and down and its network levels),
+   paying each hop's latency and the piece's transfer; the rest streams behind it at
+   the slowest hop's rate. A network hop also limits a channel to the
+   ``NCCL_STEPS`` (8) pieces it may have in flight per round trip of that hop.
+
+The model's time for one call:
+
+.. math::
+
+    t = t_\text{base} + \sum_{h \in \text{path}} \Bigl(\lambda_h + \frac{q}{b_h}\Bigr)
+        - \frac{q}{b_\text{min}} + \frac{W}{k(S)\, b_\text{min}}
+
+with :math:`q` the piece of one step and channel, :math:`b_h` one channel's rate on
+hop :math:`h`, :math:`W` the bytes each rank sends over the call, :math:`k(S)` the
+channels used. NCCL's are the channel rule, the buffer/step/chunk/slice sizes, the
+steps per algorithm and the per-step latencies (its tuner's constants, used here as
+the latency of one step); ours are the per-channel rates (the achieved rate of the
+path shared by NCCL's channel count) and the assumption that the first piece's path
+sets the fill.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from .._validate import check_choice, check_int
+
+_FILE = Path(__file__).resolve().parents[1] / "data" / "nccl_mechanics.yaml"
+PROTOCOLS = ("LL", "LL128", "Simple")
+
+
+@functools.lru_cache(maxsize=1)
+def _doc():
+    with open(_FILE, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def mechanic(path):
+    """A value of ``gpulab/data/nccl_mechanics.yaml`` (NCCL 2.30.7's execution
+    constants, each with file and line) by its slash path; the stored value itself
+    (read it, never modify it).
+
+    >>> mechanic("buffers/nccl_steps")
+    8
+    >>> mechanic("channels/thread_threshold_bytes")["Simple"]
+    64
+    """
+    node = _doc()
+    for key in str(path).strip("/").split("/"):
+        if not isinstance(node, dict) or key not in node:
+            raise ValueError(f"path must name a record of nccl_mechanics.yaml such as "
+                             f"'buffers/nccl_steps'; got {path!r}")
+        node = node[key]
+    return node["value"] if isinstance(node, dict) and "value" in node else node
+
+
+def _steps():
+    return int(mechanic("buffers/nccl_steps"))
+
+
+def _chunk_slice():
+    cs = mechanic("buffers/chunk_slice_steps")["all_reduce"]
+    return int(cs["chunkSteps"]), int(cs["sliceSteps"])
+
+
+def step_bytes(protocol):
+    """Data bytes one buffer step holds for ``protocol``: the buffer over
+    ``NCCL_STEPS``, LL carrying 8 data bytes per 16-byte line, LL128 120 of 128. [B]
+
+    >>> step_bytes("Simple"), step_bytes("LL")
+    (524288, 32768)
+    """
+    check_choice("protocol", protocol, PROTOCOLS)
+    share = {"Simple": 1.0, "LL": 0.5, "LL128": 120 / 128}[protocol]
+    return int(mechanic("buffers/step_bytes")[protocol] * share)
+
+
+def channels_used(message_bytes, max_channels, protocol, n_ranks, algorithm="ring"):
+    """Channels NCCL runs a call on (``topoGetAlgoInfo``'s channel tuning).
+
+    NCCL starts from ``max_channels`` and drops one while the message is smaller
+    than ``channels x threads x threshold``; a ring with LL multiplies the threshold
+    by the ranks.
+
+    Parameters
+    ----------
+    message_bytes : numeric or array_like
+        The call's ``nBytes`` (nccl-tests' size for all_reduce, all_gather and
+        reduce_scatter). [B]
+    max_channels : int
+        The communicator's channels for the algorithm.
+    protocol : {"LL", "LL128", "Simple"}
+    n_ranks : int
+    algorithm : {"ring", "tree"}
+
+    Returns
+    -------
+    numpy.ndarray
+        Channels, 1 .. max_channels.
+
+    Examples
+    --------
+    >>> channels_used([4096, 2**20, 2**30], 16, "Simple", 8).tolist()
+    [1, 16, 16]
+    >>> channels_used(2**20, 32, "LL", 8).tolist()    # 8 B x 8 ranks x 512 threads each
+    32
+    """
+    check_choice("protocol", protocol, PROTOCOLS)
+    check_choice("algorithm", algorithm, ("ring", "tree"))
+    nc = check_int("max_channels", max_channels, low=1, high=64)
+    n = check_int("n_ranks", n_ranks, low=1)
+    thr = mechanic("channels/thread_threshold_bytes")[protocol] * (
+        n if algorithm == "ring" and protocol == "LL" else 1)
+    per = mechanic("channels/max_threads")[protocol] * thr
+    s = np.asarray(message_bytes, dtype=float)
+    return np.clip(np.floor(s / per), 1, nc).astype(int)
+
+
+def ring_piece(message_bytes, channels, n_ranks, protocol):
+    """Bytes one ring step moves on one channel: the channel's share cut in
+    ``n_ranks`` chunks, at most a chunk (Simple: 4 buffer steps; LL/LL128: one). [B]
+
+    >>> int(ring_piece(2**30, 16, 8, "Simple"))     # the full chunk, 2 MiB
+    2097152
+    >>> int(ring_piece(2**20, 16, 8, "Simple"))     # 1 MiB / 16 channels / 8 ranks
+    8192
+    """
+    s = np.asarray(message_bytes, dtype=float)
+    chunk = step_bytes(protocol) * (_chunk_slice()[0] if protocol == "Simple" else 1)
+    return np.minimum(s / (np.asarray(channels, dtype=float) * n_ranks), chunk)
+
+
+def tree_piece(message_bytes, channels, protocol):
+    """Bytes one tree step moves on one channel: the channel's share, at most one
+    buffer step (the tree runs with chunkSteps = sliceSteps = 1). [B]
+
+    >>> int(tree_piece(2**30, 16, "Simple"))
+    524288
+    """
+    s = np.asarray(message_bytes, dtype=float)
+    return np.minimum(s / np.asarray(channels, dtype=float), step_bytes(protocol))
+
+
+def store_forward_piece(piece, protocol, hop):
+    """The part of a piece a hop must hold before it forwards: a Simple slice (half a
+    ring chunk; a whole tree step), one line for LL/LL128 over NVLink or PCIe, a
+    whole step over the network (the proxy sends a step when it is complete). [B]
+
+    >>> float(store_forward_piece(2**21, "Simple", "intra"))
+    1048576.0
+    >>> float(store_forward_piece(2**21, "LL128", "intra"))
+    128.0
+    """
+    check_choice("hop", hop, ("intra", "net"))
+    q = np.asarray(piece, dtype=float)
+    if protocol == "Simple":
+        chunk_steps, slice_steps = _chunk_slice()
+        return q * slice_steps / chunk_steps if hop == "intra" else q
+    if hop == "net":
+        return q
+    return np.minimum(q, 8.0 if protocol == "LL" else 128.0)
+
+
+def pipeline_time(wire_bytes, channels, piece_intra, piece_net, hops_intra, hops_net,
+                  lat_intra, lat_net, rate_intra, rate_net):
+    r"""Time of a store-and-forward pipeline over a path of hops. [s]
+
+    .. math::
+
+        t = h_i(\lambda_i + q_i/b_i) + h_n(\lambda_n + q_n/b_n) - q/b_\text{min}
+            + \frac{W}{k\,b_\text{min}}
+
+    with :math:`h_i, h_n` the NVLink/PCIe and network hops of the first piece's
+    path, :math:`\lambda` their latencies, :math:`q` the bytes a hop holds before it
+    forwards, :math:`b` one channel's rate on each kind of hop, :math:`W` the bytes
+    each rank sends and :math:`k` the channels. A network hop holds at most
+    ``NCCL_STEPS`` pieces in flight per channel, so a channel's network rate is at
+    most ``NCCL_STEPS q_n / (2 lambda_n)`` (a round trip per piece).
+
+    >>> t = pipeline_time(1e9, 16, 1e6, 1e6, 14, 0, 2e-6, 0.0, 20e9, 20e9)
+    >>> round(float(t) * 1e3, 3)   # 14 hops x (2 us + 50 us) - 50 us + 1e9 / 320 GB/s
+    3.803
+    """
+    w = np.asarray(wire_bytes, dtype=float)
+    k = np.asarray(channels, dtype=float)
+    qi = np.asarray(piece_intra, dtype=float)
+    qn = np.asarray(piece_net, dtype=float)
+    b_in = np.asarray(rate_intra, dtype=float)
+    b_net = np.asarray(rate_net, dtype=float)
+    fill = hops_intra * (lat_intra + qi / b_in)
+    if not hops_net:
+        return np.maximum(fill - qi / b_in, 0.0) + w / (k * b_in)
+    fill = fill + hops_net * (lat_net + qn / b_net)
+    first = np.where(b_net < b_in, qn / b_net, qi / b_in)
+    # streaming: the slowest hop's rate, and on a network hop at most NCCL_STEPS
+    # pieces in flight per round trip
+    window = _steps() * qn / max(2.0 * lat_net, 1e-12)
+    b_min = np.minimum(b_in, np.minimum(b_net, window))
+    return np.maximum(fill - first, 0.0) + w / (k * b_min)
+
+
+def ring_hops(collective, n_ranks, nodes):
+    """(intra, network) hops of the first piece's path around a ring of
+    ``n_ranks`` over ``nodes`` nodes: all_reduce ``2(n-1)`` steps, all_gather and
+    reduce_scatter ``n-1``, of which the node boundaries' share crosses the network
+    (``nodes`` of the ring's ``n`` edges).
+
+    >>> ring_hops("all_reduce", 16, 2)
+    (26, 4)
+    """
+    n = check_int("n_ranks", n_ranks, low=1)
+    nodes = check_int("nodes", nodes, low=1, high=n)
+    steps = 2 * (n - 1) if collective == "all_reduce" else n - 1
+    if nodes == 1:
+        return steps, 0
+    net = round(steps * nodes / n)
+    return steps - net, net
+
+
+def tree_hops(ranks_per_node, nodes):
+    """(intra, network) hops of the tree's path: the chain inside a node and the
+    binary tree's levels between nodes, up and down.
+
+    >>> tree_hops(8, 2)
+    (14, 2)
+    """
+    ppn = check_int("ranks_per_node", int(math.ceil(ranks_per_node)), low=1)
+    nodes = check_int("nodes", nodes, low=1)
+    levels = max(1, math.ceil(math.log2(nodes))) if nodes > 1 else 0
+    return 2 * (ppn - 1), 2 * levels
+
+
+#: The NVLS chunk (``NCCL_NVLS_CHUNKSIZE``, 128 KiB, ``src/transport/nvls.cc``).
+NVLS_CHUNK = 128 * 1024
+
+
+def nvls_channels(arch, nodes):
+    """NCCL's NVLS channels: 16 on Hopper, 32 (across nodes) or 24 (one NVLink
+    domain) on Blackwell (``nccl_mechanics.yaml``, channels/nvls_channels).
+
+    >>> nvls_channels("hopper", 2), nvls_channels("blackwell", 2)
+    (16, 32)
+    """
+    v = mechanic("channels/nvls_channels")
+    if arch == "blackwell":
+        return int(v["sm100_multi_node"] if nodes > 1 else v["sm100_single_node"])
+    return int(v["sm90"])
+
+
+def nvlstree_piece(message_bytes, concurrent_ops, nodes):
+    """Bytes one NVLSTree step moves per channel and head: NCCL's NVLS chunk
+    (128 KiB; 64 KiB from 4 nodes, ``nvlsTreeMaxChunkSize``), cut to 64 and 32 KiB
+    while the message is smaller than 4 and 1 times ``ops x chunk``
+    (``calcCollChunking``, ``src/enqueue.cc``), and at most the op's share. [B]
+
+    >>> int(nvlstree_piece(2**30, 128, 2)), int(nvlstree_piece(32 * 2**20, 128, 2))
+    (131072, 65536)
+    """
+    s = np.asarray(message_bytes, dtype=float)
+    chunk = np.full(s.shape, float(NVLS_CHUNK if nodes < 4 else 65536))
+    for factor, cut in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
+        chunk = np.where((s < factor * concurrent_ops * chunk) & (chunk > cut), cut, chunk)
+    return np.minimum(chunk, s / concurrent_ops)
+
+
+def ring_time(message_bytes, channels, n_ranks, steps, protocol, hops, max_chunk=None):
+    r"""Time of a ring that runs in lockstep. [s]
+
+    Every rank sends from the first step on, so a ring has no fill: each step waits
+    for the neighbour's piece, and every edge of the ring is busy in every step, so
+    the slowest edge sets the period of a step:
+
+    .. math::
+
+        t = L\,s\,\max_h\Bigl(rac{q}{b_h},\; \lambda_h + rac{u_h}{b_h}\Bigr)
+
+    with :math:`s` the steps of one loop (all_reduce ``2(n-1)``), :math:`L` the
+    loops (``S / (channels x n x chunk)``, at least 1), :math:`q` the piece of one
+    step and channel (:func:`ring_piece`), :math:`u_h` the part of it a hop holds
+    before it forwards (:func:`store_forward_piece`), :math:`\lambda_h` and
+    :math:`b_h` the latency and one channel's rate of each kind of edge in ``hops``
+    (``[(kind, latency_s, rate), ...]``, kind ``"intra"`` or ``"net"``).
+
+    >>> t = ring_time(2**30, 16, 8, 14, "Simple", [("intra", 3.4e-6, 20e9)])
+    >>> round(float(t) * 1e3, 3)    # 1.75 GiB / (16 x 20 GB/s): bandwidth-bound
+    5.872
+    >>> t = ring_time(8, 1, 8, 14, "LL", [("intra", 1.1e-6, 10e9)])
+    >>> round(float(t) * 1e6, 1)    # 14 steps x 1.1 us: latency-bound
+    15.4
+    """
+    s = np.asarray(message_bytes, dtype=float)
+    k = np.asarray(channels, dtype=float)
+    chunk = step_bytes(protocol) * (_chunk_slice()[0] if protocol == "Simple" else 1) \
+        if max_chunk is None else max_chunk
+    q = np.minimum(s / (k * n_ranks), chunk)
+    loops = np.maximum(1.0, s / (k * n_ranks * chunk))
+    period = 0.0 * q
+    for kind, lat, rate in hops:
+        u = store_forward_piece(q, protocol, kind)
+        period = np.maximum(period, np.maximum(q / rate, lat + u / rate))
+    return loops * steps * period
