@@ -207,13 +207,15 @@ def _system(doc, name, value):
                      n_gpus, per_node)
     fabric = nvlink.fabric
     domain = nvlink.domain_gpus
-    pc = r.sub("pcie", ("generation", "lanes", "max_payload_bytes"))
+    pc = r.sub("pcie", ("generation", "lanes", "max_payload_bytes", "p2p"),
+               optional=("p2p",))
     pcie = PCIeConfig(
         generation=pc.choice("generation",
                              [g.generation for g in specs.pcie_generations()]),
         lanes=pc.choice("lanes", list(specs.assumption("pcie", "link_widths"))),
         max_payload_bytes=pc.choice("max_payload_bytes",
-                                    list(specs.assumption("pcie", "max_payload_bytes"))))
+                                    list(specs.assumption("pcie", "max_payload_bytes"))),
+        p2p=pc.boolean("p2p", True))
     hc = r.sub("host_copy", ("source", "pinned", "pageable"))
     parts = {}
     for mem, kind in (("pinned", "efficiency"), ("pageable", "memcpy")):
@@ -227,6 +229,10 @@ def _system(doc, name, value):
     pp = r.sub("p2p", ("via", "latency_s", "issue_floor_s", "efficiency", "source"),
                optional=("issue_floor_s",))
     via = pp.choice("via", P2P_VIA)
+    if via == "pcie" and not pcie.p2p:
+        pp.fail("via", "is 'pcie' but pcie.p2p is false (the driver refuses PCIe "
+                       "peer-to-peer): use via 'host' (copies staged through host "
+                       "memory)")
     if via == "nvlink" and fabric == "none":
         pp.fail("via", "is 'nvlink' but nvlink.fabric is 'none'")
     if via == "nvlink" and fabric == "mesh" and nvlink.peer_links is None \

@@ -116,11 +116,15 @@ class NetworkConfig:
 
 @dataclass(frozen=True)
 class PCIeConfig:
-    """Host link of each GPU: PCIe ``generation``, ``lanes`` and ``max_payload_bytes``."""
+    """Host link of each GPU: PCIe ``generation``, ``lanes`` and ``max_payload_bytes``;
+    ``p2p`` is False where the driver refuses PCIe peer-to-peer between the GPUs
+    (GeForce cards: GPU-to-GPU data is then staged through host memory, NCCL's SHM
+    transport). True by default."""
 
     generation: int
     lanes: int
     max_payload_bytes: int
+    p2p: bool = True
 
 
 @dataclass(frozen=True)
