@@ -25,6 +25,8 @@ Schema of one system (all keys required unless marked optional)::
           switch_chips: 4          # optional, nvswitch only: NVSwitch chips per domain
           # peer_links: [[0, 1, ...], ...]  # optional; required for hybrid_cube_mesh
         pcie: {generation: 5, lanes: 16, max_payload_bytes: 256}
+                                   # optional p2p: false where the driver refuses
+                                   # PCIe peer-to-peer (GeForce): p2p.via must be host
         host_copy:
           source: "where the numbers come from"
           pinned:                  # page-locked host memory, direct DMA
@@ -88,8 +90,8 @@ Examples
 --------
 >>> from gpulab import systems
 >>> systems.names()  # doctest: +NORMALIZE_WHITESPACE
-['dgx-1-v100', 'dgx-a100', 'dgx-h100', 'gb200-nvl72', 'h100-pcie',
- 'h200-x2-measured', 'hgx-h200', 'hgx-h200-2node']
+['a100-pcie-x8', 'dgx-1-v100', 'dgx-a100', 'dgx-h100', 'gb200-nvl72', 'h100-pcie',
+ 'h200-x2-measured', 'hgx-a100-4gpu', 'hgx-b200', 'hgx-h200', 'hgx-h200-2node']
 >>> s = systems.get("hgx-h200")
 >>> s.gpu, s.n_gpus, s.nvlink.fabric, s.pcie.generation
 ('H200', 8, 'nvswitch', 5)
