@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Sequence
 
 from .. import systems
@@ -53,8 +54,8 @@ def cluster_preset(name):
 
 
 def _base_system(system):
-    """(node System, its network or None, base name) of a cluster preset name, a
-    system preset name, a YAML path or a System."""
+    """(node System, its network or None, base name, fixed fabric or None) of a
+    cluster preset name, a system preset name, a YAML path or a System."""
     if isinstance(system, str) and system in CLUSTER_PRESETS:
         rec = cluster_preset(system)
         node = systems.get(rec["node"])
@@ -62,12 +63,14 @@ def _base_system(system):
         net = systems.NetworkConfig(
             nic=rec["nic"], nics_per_node=count, fabric=data.canonical_fabric(
                 rec["fabric"]), nic_gbit_per_s=rate, sharp=False, gdr=True,
-            topology=rec["topology"], oversubscription=float(rec["oversubscription"]))
+            topology=rec["topology"], oversubscription=float(rec["oversubscription"]),
+            leaf_nodes=rec.get("leaf_nodes"))
         node = dataclasses.replace(node, name=system, network=net,
-                                   n_gpus=node.gpus_per_node,
+                                   n_gpus=node.scale_up_domain,
                                    description=rec["description"],
                                    source=rec["source"], accessed=rec["accessed"])
-        return node, net, system
+        fixed = net.fabric if rec.get("fabric_fixed", False) else None
+        return node, net, system, fixed
     try:
         s = systems.resolve(system)
     except ValueError as exc:
@@ -75,11 +78,39 @@ def _base_system(system):
         raise ValueError(msg if msg.startswith("system") else f"system: {msg} "
                          f"(or a cluster preset: {', '.join(CLUSTER_PRESETS)})") \
             from None
-    return s, s.network, s.name.split(" x")[0]
+    return s, s.network, s.name.split(" x")[0], None
+
+
+#: How the fabrics are named in messages.
+_FABRIC_LABEL = {"infiniband": "InfiniBand", "roce": "RoCE", "efa": "EFA",
+                 "tcpx": "GPUDirect-TCPX"}
+
+
+def _check_pcie_carries(node, unit, count, rate, nics):
+    """Refuse NICs whose total rate exceeds what the PCIe links of the ``unit`` GPUs
+    they serve (a node, or an NVLink domain spanning nodes) carry: GPUDirect RDMA
+    moves every network byte over a GPU's PCIe link."""
+    from .. import pcie
+    link = pcie.encoded_bandwidth(node.pcie.generation, node.pcie.lanes)
+    per_gpu = link.bytes_per_s * 8 / 1e9                # Gb/s per direction
+    limit = per_gpu * unit
+    total = count * rate
+    what = "node" if unit == node.gpus_per_node else "NVLink domain"
+    if total > limit * (1 + 1e-9):
+        raise ValueError(
+            f"nics {nics!r} is {total:g} Gb/s per {what}, more than its {unit} "
+            f"GPUs' PCIe Gen{node.pcie.generation} x{node.pcie.lanes} links carry "
+            f"({unit} x {math.floor(per_gpu)} Gb/s = {math.floor(limit)} Gb/s per "
+            f"direction): give at most {math.floor(limit)} Gb/s per {what} "
+            "(count x rate)")
 
 
 def scale_out(system, nodes, *, nics=None, fabric=None, sharp=None, gdr=True):
     """A cluster of ``nodes`` identical nodes joined by a scale-out network.
+
+    Where a system's NVLink domain is larger than its node (GB200 NVL72: 72 GPUs in
+    one rack of 4-GPU trays), ``nodes`` counts NVLink domains (racks): the network
+    joins domains, and each domain brings the NICs of all of its trays.
 
     Parameters
     ----------
@@ -87,12 +118,18 @@ def scale_out(system, nodes, *, nics=None, fabric=None, sharp=None, gdr=True):
         A cluster preset (:data:`CLUSTER_PRESETS`, e.g. ``"dgx-h100-spod"``), a
         system preset (its ``network`` section is the network) or a System.
     nodes : int
-        Nodes (>= 1); ``n_gpus = nodes * gpus_per_node``.
+        Nodes (>= 1), or NVLink domains where a domain spans several nodes;
+        ``n_gpus = nodes * max(gpus_per_node, nvlink_domain)``.
     nics : str or (int, float), optional
-        NICs per node and their rate: ``"8x400G"`` or ``(8, 400)`` (Gb/s per NIC,
-        per direction). Default: the preset's.
+        NICs per node (per NVLink domain where ``nodes`` counts domains: ``"72x400G"``
+        for a GB200 NVL72 rack, spread evenly over its trays) and their rate:
+        ``"8x400G"`` or ``(8, 400)`` (Gb/s per NIC, per direction); at most what
+        those GPUs' PCIe links carry (GPUDirect RDMA crosses them). Default: the
+        preset's.
     fabric : {"ib", "infiniband", "roce", "efa", "tcpx", ...}, optional
-        Fabric kind (:func:`gpulab.network.fabric_names`). Default: the preset's.
+        Fabric kind (:func:`gpulab.network.fabric_names`). Default: the preset's. A
+        cloud preset's fabric is fixed by its provider (``fabric_fixed`` in
+        ``network.yaml``): only that fabric is accepted.
     sharp : bool, optional
         Let NCCL reduce in the switches (CollNet/SHARP). Default False (NCCL's
         default: ``NCCL_COLLNET_ENABLE=0``).
@@ -102,6 +139,8 @@ def scale_out(system, nodes, *, nics=None, fabric=None, sharp=None, gdr=True):
     Returns
     -------
     systems.System
+        Its ``network.leaf_nodes`` is set: the preset's, or the topology's rule for
+        the node's NIC count (fat tree: ``leaf_ports // NICs``).
 
     Examples
     --------
@@ -110,35 +149,50 @@ def scale_out(system, nodes, *, nics=None, fabric=None, sharp=None, gdr=True):
     (32, 4, 8, 50.0)
     >>> scale_out("hgx-h200", 2, nics="4x200G", fabric="roce").network.fabric
     'roce'
+    >>> r = scale_out("gb200-nvl72", 2)
+    >>> r.name, r.n_gpus, r.nvlink_domain
+    ('gb200-nvl72 x2 racks', 144, 72)
     """
-    node, net, base = _base_system(system)
+    node, net, base, fixed = _base_system(system)
     n = check_int("nodes", nodes, low=1, high=100_000)
     if sharp is not None and not isinstance(sharp, bool):
         raise ValueError(f"sharp must be True, False or None; got {sharp!r}")
     if not isinstance(gdr, bool):
         raise ValueError(f"gdr must be True or False; got {gdr!r}")
-    n_gpus = n * node.gpus_per_node
-    need_net = n_gpus > node.scale_up_domain
+    unit = node.scale_up_domain                 # GPUs of one node or NVLink domain
+    racks = node.nvlink_domain > node.gpus_per_node
+    n_gpus = n * unit
+    need_net = n > 1
+    parsed = None if nics is None else data.parse_nics(nics)
+    if parsed is not None:
+        _check_pcie_carries(node, unit, *parsed, nics)
+    fab = None if fabric is None else data.canonical_fabric(fabric)
+    if fixed is not None and fab is not None and fab != fixed:
+        raise ValueError(f"fabric: {base}'s network is {_FABRIC_LABEL[fixed]} "
+                         f"(fixed by the provider); fabric cannot be {fabric!r} "
+                         f"(leave it unset or give {fixed!r})")
     if net is None:
-        if nics is None or fabric is None:
+        if parsed is None or fab is None:
             if need_net:
                 raise ValueError(f"system {node.name!r} has no network section: give "
                                  "nics and fabric to connect its nodes")
         else:
-            count, rate = data.parse_nics(nics)
-            net = systems.NetworkConfig(nic=None, nics_per_node=count,
-                                        fabric=data.canonical_fabric(fabric),
-                                        nic_gbit_per_s=rate)
+            net = systems.NetworkConfig(nic=None, nics_per_node=1, fabric=fab,
+                                        nic_gbit_per_s=parsed[1])
     changes = []
     if net is not None:
         repl = {}
-        if nics is not None:
-            count, rate = data.parse_nics(nics)
-            repl.update(nics_per_node=count, nic_gbit_per_s=rate)
+        if parsed is not None:
+            count, rate = parsed
+            # given per NVLink domain where it spans nodes: each node's share
+            per_node = count * node.gpus_per_node / unit if racks else count
+            if per_node == int(per_node):
+                per_node = int(per_node)
+            repl.update(nics_per_node=per_node, nic_gbit_per_s=rate)
             changes.append(f"{count}x{rate:g}G")
-        if fabric is not None:
-            repl["fabric"] = data.canonical_fabric(fabric)
-            changes.append(repl["fabric"])
+        if fab is not None:
+            repl["fabric"] = fab
+            changes.append(fab)
         if sharp is not None:
             repl["sharp"] = sharp
             if sharp:
@@ -147,5 +201,12 @@ def scale_out(system, nodes, *, nics=None, fabric=None, sharp=None, gdr=True):
             repl["gdr"] = False
             changes.append("no GDR")
         net = dataclasses.replace(net, **repl)
-    name = f"{base} x{n} nodes" + (f" ({', '.join(changes)})" if changes else "")
+        # the leaf group: the preset's, unless the NIC count changed under a
+        # topology whose leaf size depends on it (fat tree: leaf_ports // NICs)
+        per_nics = "leaf_ports" in data.topology(net.topology)
+        if net.leaf_nodes is None or ("nics_per_node" in repl and per_nics):
+            net = dataclasses.replace(net, leaf_nodes=data.leaf_nodes(
+                net.topology, net.nics_per_node))
+    what = ("rack" if n == 1 else "racks") if racks else "nodes"
+    name = f"{base} x{n} {what}" + (f" ({', '.join(changes)})" if changes else "")
     return dataclasses.replace(node, n_gpus=n_gpus, network=net, name=name)

@@ -134,19 +134,44 @@ def _fabric(key):
 @functools.lru_cache(maxsize=16)
 def _topology(name):
     t = _doc()["topologies"][name]
-    return {"leaf_nodes": int(t["leaf_nodes"]["value"]),
-            "hops_inside": int(t["hops_inside"]), "hops_beyond": int(t["hops_beyond"]),
-            "description": t["description"]}
+    out = {"leaf_nodes": int(t["leaf_nodes"]["value"]),
+           "hops_inside": int(t["hops_inside"]), "hops_beyond": int(t["hops_beyond"]),
+           "description": t["description"]}
+    if "leaf_ports" in t:
+        out["leaf_ports"] = int(t["leaf_ports"]["value"])
+    return out
 
 
 def topology(name):
-    """A topology's ``leaf_nodes``, ``hops_inside`` and ``hops_beyond``.
+    """A topology's ``leaf_nodes``, ``hops_inside`` and ``hops_beyond`` (and
+    ``leaf_ports`` where the leaf size depends on the NICs per node).
 
     >>> topology("rail_optimized")["leaf_nodes"]
     32
     """
     check_choice("name", name, systems.NETWORK_TOPOLOGIES)
     return dict(_topology(name))
+
+
+def leaf_nodes(topology_name, nics_per_node):
+    """Nodes under one leaf group of ``topology_name`` for nodes of
+    ``nics_per_node`` NICs.
+
+    Rail-optimised: NIC k of every node sits on rail switch k, so the group size
+    does not depend on the NIC count (the topology's ``leaf_nodes``). Fat tree: all
+    NICs of a node on one leaf, so a leaf holds ``leaf_ports // nics_per_node`` nodes
+    (at least 1); ``leaf_ports`` is the switch's ports down to nodes.
+
+    >>> leaf_nodes("fat_tree", 8), leaf_nodes("fat_tree", 32), leaf_nodes("rail_optimized", 32)
+    (4, 1, 32)
+    """
+    t = topology(topology_name)
+    if isinstance(nics_per_node, bool) or not isinstance(nics_per_node, (int, float)) \
+            or not nics_per_node > 0:
+        raise ValueError(f"nics_per_node must be a number > 0; got {nics_per_node!r}")
+    if "leaf_ports" not in t:
+        return t["leaf_nodes"]
+    return max(1, int(t["leaf_ports"] // nics_per_node))
 
 
 _NICS = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+(?:\.\d+)?)\s*[gG](?:b|bit|bps)?(?:/s)?\s*$")
@@ -181,6 +206,55 @@ def parse_nics(nics, param="nics"):
     return count, rate
 
 
+_CLUSTER_KEYS = ("description", "node", "nic", "nics", "fabric", "topology",
+                 "oversubscription", "sharp_capable", "source", "accessed")
+_CLUSTER_OPTIONAL = ("leaf_nodes", "fabric_fixed")
+
+
+def _check_cluster(name, rec):
+    """Validate one ``clusters`` record of network.yaml (keys, types, ranges)."""
+    where = f"network.yaml: clusters.{name}"
+    if not isinstance(rec, dict):
+        raise ValueError(f"{where}: must be a mapping; got {type(rec).__name__}")
+    unknown = [k for k in rec if k not in _CLUSTER_KEYS + _CLUSTER_OPTIONAL]
+    if unknown:
+        raise ValueError(f"{where}: unknown key {unknown[0]!r} (allowed: "
+                         f"{', '.join(_CLUSTER_KEYS + _CLUSTER_OPTIONAL)})")
+    missing = [k for k in _CLUSTER_KEYS if k not in rec]
+    if missing:
+        raise ValueError(f"{where}: missing key {missing[0]!r}")
+    for k in ("description", "node", "source", "nics"):
+        if not isinstance(rec[k], str) or not rec[k].strip():
+            raise ValueError(f"{where}.{k}: must be non-empty text; got {rec[k]!r}")
+    parse_nics(rec["nics"], param=f"{where}.nics")
+    canonical_fabric(rec["fabric"], param=f"{where}.fabric")
+    check_choice(f"{where}.topology", rec["topology"], systems.NETWORK_TOPOLOGIES)
+    o = rec["oversubscription"]
+    if isinstance(o, bool) or not isinstance(o, (int, float)) or not 1 <= o <= 1000:
+        raise ValueError(f"{where}.oversubscription: must be a number in [1, 1000]; "
+                         f"got {o!r}")
+    if "leaf_nodes" in rec:
+        v = rec["leaf_nodes"]
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1_000_000:
+            raise ValueError(f"{where}.leaf_nodes: must be an integer in [1, 1000000]; "
+                             f"got {v!r}")
+    for k in ("fabric_fixed", "sharp_capable"):
+        if k in rec and not isinstance(rec[k], bool):
+            raise ValueError(f"{where}.{k}: must be true or false; got {rec[k]!r}")
+    return rec
+
+
+@functools.lru_cache(maxsize=1)
+def _cluster_records():
+    recs = _doc()["clusters"]
+    if not isinstance(recs, dict) or not recs:
+        raise ValueError("network.yaml: clusters: must define at least one cluster")
+    return {name: _check_cluster(name, rec) for name, rec in recs.items()}
+
+
 def cluster_records():
-    """The ``clusters`` section: ``{name: record}`` (copies)."""
-    return copy.deepcopy(_doc()["clusters"])
+    """The ``clusters`` section: ``{name: record}`` (copies), each record checked:
+    the required keys, ``nics`` as COUNTxRATE, a known fabric and topology,
+    ``oversubscription`` in [1, 1000], the optional ``leaf_nodes`` (an integer >= 1)
+    and ``fabric_fixed`` (true: the provider fixes the network's fabric)."""
+    return copy.deepcopy(_cluster_records())
