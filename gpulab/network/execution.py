@@ -28,7 +28,7 @@ The model's time for one call:
 .. math::
 
     t = t_\text{base} + \sum_{h \in \text{path}} \Bigl(\lambda_h + \frac{q}{b_h}\Bigr)
-        - \frac{q}{b_\text{min}} + \frac{W}{k(S)\, b_\text{min}}
+        + \frac{W / k(S) - q}{b_\text{min}}
 
 with :math:`q` the piece of one step and channel, :math:`b_h` one channel's rate on
 hop :math:`h`, :math:`W` the bytes each rank sends over the call, :math:`k(S)` the
@@ -167,8 +167,9 @@ def tree_piece(message_bytes, channels, protocol):
 
 def store_forward_piece(piece, protocol, hop):
     """The part of a piece a hop must hold before it forwards: a Simple slice (half a
-    ring chunk; a whole tree step), one line for LL/LL128 over NVLink or PCIe, a
-    whole step over the network (the proxy sends a step when it is complete). [B]
+    ring chunk; one network message is one slice), one line for LL/LL128 over NVLink
+    or PCIe, a whole step over the network (the proxy sends a step when it is
+    complete). [B]
 
     >>> float(store_forward_piece(2**21, "Simple", "intra"))
     1048576.0
@@ -179,7 +180,7 @@ def store_forward_piece(piece, protocol, hop):
     q = np.asarray(piece, dtype=float)
     if protocol == "Simple":
         chunk_steps, slice_steps = _chunk_slice()
-        return q * slice_steps / chunk_steps if hop == "intra" else q
+        return q * slice_steps / chunk_steps
     if hop == "net":
         return q
     return np.minimum(q, 8.0 if protocol == "LL" else 128.0)
@@ -191,8 +192,8 @@ def pipeline_time(wire_bytes, channels, piece_intra, piece_net, hops_intra, hops
 
     .. math::
 
-        t = h_i(\lambda_i + q_i/b_i) + h_n(\lambda_n + q_n/b_n) - q/b_\text{min}
-            + \frac{W}{k\,b_\text{min}}
+        t = h_i(\lambda_i + q_i/b_i) + h_n(\lambda_n + q_n/b_n)
+            + \frac{W/k - q}{b_\text{min}}
 
     with :math:`h_i, h_n` the NVLink/PCIe and network hops of the first piece's
     path, :math:`\lambda` their latencies, :math:`q` the bytes a hop holds before it
@@ -213,14 +214,14 @@ def pipeline_time(wire_bytes, channels, piece_intra, piece_net, hops_intra, hops
     b_net = np.asarray(rate_net, dtype=float)
     fill = hops_intra * (lat_intra + qi / b_in)
     if not hops_net:
-        return np.maximum(fill - qi / b_in, 0.0) + w / (k * b_in)
+        return fill + np.maximum(w / k - qi, 0.0) / b_in
     fill = fill + hops_net * (lat_net + qn / b_net)
-    first = np.where(b_net < b_in, qn / b_net, qi / b_in)
-    # streaming: the slowest hop's rate, and on a network hop at most NCCL_STEPS
-    # pieces in flight per round trip
+    first = np.where(b_net < b_in, qn, qi)
+    # the rest streams behind the first piece at the slowest hop's rate, and a
+    # network hop has at most NCCL_STEPS pieces in flight per round trip
     window = _steps() * qn / max(2.0 * lat_net, 1e-12)
     b_min = np.minimum(b_in, np.minimum(b_net, window))
-    return np.maximum(fill - first, 0.0) + w / (k * b_min)
+    return fill + np.maximum(w / k - first, 0.0) / b_min
 
 
 def ring_hops(collective, n_ranks, nodes):

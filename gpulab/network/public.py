@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import systems
-from .cluster import scale_out
+from .cluster import CLUSTER_PRESETS, scale_out
+from .data import parse_nics
 from .model import busbw_factor, collective_times
 
 _CSV = Path(__file__).resolve().parents[1] / "data" / "measurements" / \
@@ -60,8 +61,21 @@ def cluster_of(row):
     """The System a public row ran on: its cluster preset scaled to its nodes, with
     its NICs and fabric; fewer GPUs per node than the preset's form a stand-in node
     of that many GPUs (each with its share of the NICs the row names)."""
-    c = scale_out(row["system"], row["nodes"], nics=row["nics"], fabric=row["fabric"])
     g = row["gpus_per_node"]
+    base = systems.resolve(row["system"]) if row["system"] not in CLUSTER_PRESETS \
+        else None
+    if base is not None and g < base.scale_up_domain \
+            and base.scale_up_domain > base.gpus_per_node:
+        # a partition of an NVLink domain that spans trays (g GPUs of an NVL72 rack):
+        # a node of g GPUs with its share of the rack's NICs
+        count, rate = parse_nics(row["nics"])
+        share = max(1, round(count * g / base.scale_up_domain))
+        nv = dataclasses.replace(base.nvlink, domain_gpus=g, peer_links=None)
+        node = dataclasses.replace(base, gpus_per_node=g, n_gpus=g, nvlink=nv,
+                                   name=f"{base.name} [{g} GPUs per rack]")
+        return systems.resolve(scale_out(node, row["nodes"], nics=(share, rate),
+                                         fabric=row["fabric"]))
+    c = scale_out(row["system"], row["nodes"], nics=row["nics"], fabric=row["fabric"])
     if g < c.gpus_per_node:
         nv = dataclasses.replace(c.nvlink, domain_gpus=g, peer_links=None)
         c = dataclasses.replace(c, gpus_per_node=g, n_gpus=g * row["nodes"], nvlink=nv,
