@@ -87,3 +87,183 @@ def positive_int(text):
         raise argparse.ArgumentTypeError(f"invalid ranks {text!r}: must be an "
                                          "integer >= 1")
     return value
+
+
+def one_line(message):
+    """``message`` on one line (a model error may span several)."""
+    return " ".join(str(message).split())
+
+
+# --- across nodes: the flags shared by ``predict`` and ``compare`` ---------------------
+#: Fabric kinds of --fabric (aliases of gpulab.network's fabric names).
+FABRIC_CHOICES = ("ib", "roce", "efa", "tcpx")
+MAX_NODES = 100_000
+#: The flags that change the network between nodes (their args attribute names).
+NETWORK_FLAGS = ("nics", "fabric", "sharp")
+
+
+def nodes_type(text):
+    """An argparse type: a node count in [1, 100000]."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not 1 <= value <= MAX_NODES:
+        raise argparse.ArgumentTypeError(
+            f"invalid nodes {text!r}: must be an integer in [1, {MAX_NODES}]")
+    return value
+
+
+def nics_type(text):
+    """An argparse type: COUNTxRATE such as ``8x400G``."""
+    from .. import network
+    try:
+        network.parse_nics(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            one_line(str(exc).replace("nics must", "must", 1))) from None
+    return text
+
+
+def add_network_args(s, what="collective: "):
+    """Add ``--nodes``, ``--nics``, ``--fabric`` and ``--sharp`` to parser ``s``."""
+    from .. import network
+    s.add_argument("--nodes", type=nodes_type, metavar="N",
+                   help=f"{what}scale --system out to N nodes (1-{MAX_NODES}; "
+                        "gpulab.network.scale_out), a system or a cluster preset ("
+                        f"{', '.join(network.CLUSTER_PRESETS)})")
+    s.add_argument("--nics", type=nics_type, metavar="COUNTxRATE",
+                   help=f"{what}NICs per node and Gb/s per NIC, e.g. 8x400G "
+                        "(default: the preset's); needs ranks on 2 nodes or more")
+    s.add_argument("--fabric", choices=FABRIC_CHOICES,
+                   help=f"{what}scale-out fabric: InfiniBand, RoCE, AWS EFA, Google "
+                        "GPUDirect-TCPX(O) (default: the preset's); needs ranks on 2 "
+                        "nodes or more")
+    s.add_argument("--sharp", choices=("on", "off"),
+                   help=f"{what}reduction in the network switches (NCCL CollNet / "
+                        "SHARP; default off, as in NCCL); on needs ranks on 2 nodes "
+                        "or more")
+
+
+_SCALE_OUT_FLAGS = {"nodes": "--nodes", "nics": "--nics", "fabric": "--fabric",
+                    "sharp": "--sharp", "gdr": "--nics", "system": "--system",
+                    "name": "--system"}
+
+
+def resolve_system(args, parser):
+    """The System of ``--system``, scaled out by ``--nodes``/``--nics``/``--fabric``/
+    ``--sharp`` when given (or when ``--system`` names a cluster preset); a usage
+    error naming the flag otherwise."""
+    from .. import network, systems
+    scaled = any(getattr(args, k, None) is not None
+                 for k in ("nodes",) + NETWORK_FLAGS)
+    if not scaled and args.system not in network.CLUSTER_PRESETS:
+        try:
+            return systems.resolve(args.system)
+        except ValueError as exc:
+            parser.error(f"argument --system: {one_line(exc)} (or a cluster preset: "
+                         f"{', '.join(network.CLUSTER_PRESETS)})")
+    nodes = args.nodes
+    sharp = None if args.sharp is None else args.sharp == "on"
+    try:
+        if nodes is None:
+            # the preset as it is: as many scale-out units (nodes, or NVLink domains
+            # that span nodes) as make its GPUs
+            nodes = 1
+            if args.system not in network.CLUSTER_PRESETS:
+                whole = systems.resolve(args.system)
+                unit = network.scale_out(whole, 1).n_gpus
+                nodes = max(1, whole.n_gpus // max(unit, 1))
+        return network.scale_out(args.system, nodes, nics=args.nics,
+                                 fabric=args.fabric, sharp=sharp)
+    except ValueError as exc:
+        msg = one_line(exc)
+        first = msg.split(" ", 1)[0].strip(":,;'\"").lower()
+        flag = _SCALE_OUT_FLAGS.get(first)
+        if flag is None:
+            # a message that names no parameter first: the flag it mentions
+            named = [f for k, f in _SCALE_OUT_FLAGS.items()
+                     if k in ("nics", "fabric", "sharp")
+                     and (k in msg.split() or f"{k}=" in msg or f"'{k}'" in msg)]
+            flag = named[0] if named else "--system"
+        if "give nics and fabric" in msg:
+            flag = "--nics"
+        parser.error(f"argument {flag}: {msg}")
+
+
+def check_network_flags(parser, args, system, n_ranks):
+    """Refuse ``--nics``, ``--fabric`` and ``--sharp on`` where no rank crosses the
+    network: all ``n_ranks`` ranks in one NVLink (scale-up) domain."""
+    if n_ranks > system.scale_up_domain:
+        return
+    for name in NETWORK_FLAGS:
+        value = getattr(args, name, None)
+        if value is None or (name == "sharp" and value == "off"):
+            continue
+        shown = f"--{name} {value}"
+        parser.error(
+            f"argument --{name}: {shown} changes the network between nodes, but the "
+            f"{n_ranks} rank(s) fit in one NVLink domain of {args.system} "
+            f"({system.scale_up_domain} GPUs), so it would change nothing; it needs "
+            "--nodes N with N >= 2 (ranks on 2 or more nodes)")
+
+
+def check_nvls(parser, args, system):
+    """Refuse ``--nvls on`` on a system whose NVLink fabric has no in-switch
+    reduction (NVLink SHARP needs a third-generation NVSwitch or later)."""
+    if getattr(args, "nvls", None) != "on" or system.nvlink.nvls:
+        return
+    has = ("no NVLink (PCIe only)" if system.nvlink.fabric == "none" or
+           system.nvlink.generation is None else
+           f"NVLink{system.nvlink.generation} {system.nvlink.fabric} without it")
+    parser.error(f"argument --nvls: on needs in-switch reduction (NVLink SHARP: "
+                 f"third-generation NVSwitch or later), but {args.system} has {has}; "
+                 "give --nvls auto or off")
+
+
+def describe_network(system, n_ranks, nvls=True):
+    """One phrase: the network ``n_ranks`` ranks of ``system`` cross (the cluster
+    model used), or '' when they stay inside one NVLink domain."""
+    from .. import network, units
+    if n_ranks <= system.scale_up_domain or system.network is None:
+        return ""
+    path = network.network_path(system, n_ranks, nvls=nvls)
+    nw = system.network
+    return (f"between {path.nodes} nodes: {nw.nics_per_node:g}x "
+            f"{nw.nic_rate.bytes_per_s * 8 / 1e9:g} Gb/s {nw.fabric} NICs per node"
+            f" ({nw.topology}, SHARP {'on' if nw.sharp else 'off'}, GPUDirect RDMA "
+            f"{'on' if nw.gdr else 'off'}), {path.net_bw / units.GB:.0f} GB/s per "
+            "node achieved, per direction (gpulab.network)")
+
+
+def _squash(text):
+    return "".join(ch for ch in str(text).lower() if ch.isalnum())
+
+
+def gpu_model(device_name):
+    """The GPU of :func:`gpulab.specs.gpu_names` that an nccl-tests device name
+    (``NVIDIA H100 80GB HBM3``, ``Tesla V100-SXM3-32GB``) names, or None when it
+    names none of them (``NVIDIA Graphics Device``). The longest match wins
+    (``A100`` over ``A10``)."""
+    from .. import specs
+    name = _squash(device_name)
+    hits = [g for g in specs.gpu_names() if _squash(g) and _squash(g) in name]
+    return max(hits, key=lambda g: len(_squash(g))) if hits else None
+
+
+def gpu_mismatch(sweep, system):
+    """A warning sentence when the GPUs an nccl-tests header lists (its Rank lines,
+    or a JSON report's devices) are not the GPU that ``system`` models; None when
+    they match or the file names no known GPU."""
+    named = {}
+    for d in sweep.devices:
+        model = gpu_model(d.name)
+        if model is not None:
+            named.setdefault(model, d.name)
+    other = {m: n for m, n in named.items() if m != system.gpu}
+    if not other:
+        return None
+    shown = ", ".join(f"{n!r} ({m})" for m, n in sorted(other.items()))
+    return (f"{sweep.source}: the file's GPUs are {shown} but system {system.name} "
+            f"models {system.gpu}: the comparison mixes two GPUs (give a --system "
+            f"with {' or '.join(sorted(other))} GPUs)")

@@ -18,8 +18,19 @@ disagrees with the file is refused. When nccl-tests' result check failed (a
 still printed, with a warning line per failed check (also on stderr), and the
 exit status is 1.
 
+Across nodes, ``--system`` also takes a cluster preset
+(:data:`gpulab.network.CLUSTER_PRESETS`) and ``--nodes/--nics/--fabric/--sharp``
+as in ``gpulab predict``: ``--nodes`` must match the file's ranks (nodes x GPUs
+per node), and a file without Rank lines is taken to have run on every GPU of
+the ``--nodes`` cluster; the header names the cluster model used. The process
+model is the file's ``nGpus`` (nccl-tests ``-g``), else ``--gpus-per-process``,
+else one process per GPU. When the Rank lines name a GPU other than the one the
+system models (``Tesla V100-SXM3-32GB`` against an H200 preset), one warning
+line goes to stderr.
+
 Examples::
 
+    gpulab compare azure_2x8_all_reduce.txt --system dgx-a100-spod --nodes 2
     gpulab compare nccl_default.txt --system h200-x2-measured
     gpulab compare c_p2p_disable.txt --system h200-x2-measured --transport shm \\
         --collective all_gather --format csv
@@ -27,12 +38,15 @@ Examples::
 """
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 
 
-from .. import calibration, collectives, nccltests, systems, units
-from .base import emit, nvls_enabled, positive_int, read_sweeps
+from .. import calibration, collectives, nccltests, network, units
+from .base import (add_network_args, check_network_flags, check_nvls, describe_network,
+                   emit, gpu_mismatch, nvls_enabled, one_line, positive_int,
+                   read_sweeps, resolve_system)
 
 __all__ = ["register"]
 
@@ -49,16 +63,63 @@ def _fmt_num(x, digits):
 
 
 
+def _gpus_per_process(text):
+    """An argparse type: GPUs per process, an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"invalid gpus-per-process {text!r}: must be "
+                                         "an integer >= 1")
+    return value
+
+
+def _file_gpus_per_process(sweep):
+    """nccl-tests' ``nGpus`` (GPUs per process, ``-g``) from the file's header or
+    JSON report, or None when it does not say."""
+    for key in ("nGpus", "ngpus"):
+        value = sweep.config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value
+        if isinstance(value, str) and value.strip().isdigit() and int(value) >= 1:
+            return int(value)
+    return None
+
+
+def _process_model(parser, args, sweep, path, n, system):
+    """(GPUs per process, how it was decided): ``--gpus-per-process``, else the
+    file's ``nGpus``, else one process per GPU (as ``gpulab predict``)."""
+    high = min(n, system.gpus_per_node)
+    g_file = _file_gpus_per_process(sweep)
+    if args.gpus_per_process is not None:
+        g = args.gpus_per_process
+        if g_file is not None and g_file != g:
+            parser.error(f"argument --gpus-per-process: {g} disagrees with {path}, "
+                         f"whose header says nGpus {g_file} (nccl-tests -g "
+                         f"{g_file}); give --gpus-per-process {g_file} or leave it out")
+        if g > high or n % g:
+            parser.error(f"argument --gpus-per-process: must be 1 to {high} and "
+                         f"divide the {n} ranks; got {g}")
+        return g, f"nccl-tests -g {g}, from --gpus-per-process"
+    if g_file is not None and g_file <= high and n % g_file == 0:
+        return g_file, f"nccl-tests -g {g_file}, from the file's nGpus"
+    if g_file is not None:
+        return 1, (f"one process per GPU: the file's nGpus {g_file} does not fit "
+                   f"{system.gpus_per_node} GPUs per node of {args.system}")
+    return 1, ("one process per GPU: the file does not say; --gpus-per-process N "
+               "if it ran nccl-tests -g N")
+
+
 def _cmd_compare(args, out):
     parser = args._compare_parser
-    try:
-        system = systems.resolve(args.system)
-    except ValueError as exc:
-        parser.error(f"argument --system: {exc}")
+    system = resolve_system(args, parser)
+    check_nvls(parser, args, system)
     if args.collective is not None and args.collective not in nccltests.COLLECTIVE_NAMES:
         parser.error(f"argument --collective: invalid choice {args.collective!r}")
     transport = args.transport or "p2p"
-    jobs = []
+    nvls = nvls_enabled(args.nvls)
+    jobs, notes, gpu_warnings = [], [], {}
     for path in args.files:
         sweeps = read_sweeps(parser, path)
         if args.collective is not None:
@@ -78,24 +139,54 @@ def _cmd_compare(args, out):
             if coll not in collectives.COLLECTIVES:
                 parser.error(f"argument --collective: the model covers "
                              f"{', '.join(collectives.COLLECTIVES)}, not {coll}")
+            ranks, ranks_how = args.ranks, ""
+            if ranks is None and s.n_ranks is None and args.nodes is not None:
+                # the file does not list its ranks: every GPU of the --nodes cluster
+                ranks = system.n_gpus
+                ranks_how = (f" (--nodes {args.nodes} x "
+                             f"{system.n_gpus // args.nodes} GPUs; "
+                             "the file does not list its ranks)")
             try:
-                n = s.resolve_ranks(args.ranks)
+                n = s.resolve_ranks(ranks)
             except ValueError as exc:
-                parser.error("argument --ranks: " + str(exc).removeprefix(
+                parser.error("argument --ranks: " + one_line(exc).removeprefix(
                     "n_ranks: ").replace("give the rank count", "give --ranks"))
+            # GPUs per scale-out unit: a node, or an NVLink domain spanning nodes
+            per_node = (system.n_gpus // args.nodes if args.nodes is not None
+                        else system.scale_up_domain)
+            if args.nodes is not None and n != system.n_gpus:
+                fit = (f"give --nodes {n // per_node}" if n % per_node == 0
+                       else f"{n} ranks are not whole nodes of {per_node} GPUs")
+                parser.error(f"argument --nodes: {args.nodes} nodes x {per_node} GPUs "
+                             f"= {system.n_gpus} ranks, but {path} ran {n} ranks; "
+                             f"{fit}")
             if n > system.n_gpus:
+                hint = ""
+                if n % per_node == 0 and (system.network is not None
+                                          or args.system in network.CLUSTER_PRESETS):
+                    hint = f"; give --nodes {n // per_node} to model {n // per_node} nodes"
                 parser.error(f"argument --ranks: {n} ranks but system {system.name} "
-                             f"has {system.n_gpus} GPUs")
+                             f"has {system.n_gpus} GPUs{hint}")
+            check_network_flags(parser, args, system, n)
+            g, g_how = _process_model(parser, args, s, path, n, system)
             keep = s.size_bytes > 0
             if not keep.any():
                 parser.error(f"argument FILE: {path}: no sizes > 0 to compare")
             try:
                 pred = collectives.predict(coll, s.size_bytes[keep].astype(float), n,
-                                           system, transport=transport,
-                                           nvls=nvls_enabled(args.nvls))
+                                           system, transport=transport, nvls=nvls,
+                                           gpus_per_process=g)
+                cluster = describe_network(system, n, nvls=nvls)
             except ValueError as exc:
-                parser.error(str(exc))
+                parser.error(one_line(exc))
+            warning = gpu_mismatch(s, system)
+            if warning:
+                gpu_warnings.setdefault(str(path), warning)
             jobs.append((path, s, coll, n, pred))
+            notes.append({"ranks_how": ranks_how, "gpus_per_process": g,
+                          "process_model": g_how, "cluster": cluster})
+    for line in gpu_warnings.values():
+        sys.stderr.write(f"gpulab compare: warning: {line}\n")
     failed = [f"{path}: {s.collective or coll}: nccl-tests result check failed: "
               f"{check}" for path, s, coll, n, pred in jobs
               for check in s.failed_checks()]
@@ -107,13 +198,17 @@ def _cmd_compare(args, out):
     if args.format == "json":
         import json
         doc = [{"file": str(path), "collective": coll, "n_ranks": n,
-                "system": system.name, "transport": transport,
+                "system": system.name, "nodes": system.nodes, "transport": transport,
+                "gpus_per_process": note["gpus_per_process"],
+                "process_model": note["process_model"],
+                "cluster": note["cluster"] or None,
+                "gpu_warning": gpu_warnings.get(str(path)),
                 "failed_checks": s.failed_checks(),
                 "rows": [{k: _json_num(v) for k, v in r.items()}
                          for r in calibration.compare_rows(s, pred)],
                 "summary": [{k: _json_num(v) for k, v in b.items()}
                             for b in calibration.band_summary(calibration.compare_rows(s, pred))]}
-               for path, s, coll, n, pred in jobs]
+               for (path, s, coll, n, pred), note in zip(jobs, notes)]
         json.dump(doc, out, indent=2)
         out.write("\n")
         return status
@@ -125,12 +220,16 @@ def _cmd_compare(args, out):
                              **_text_row(r)})
         emit(rows, "csv", out)
         return status
-    for k, (path, s, coll, n, pred) in enumerate(jobs):
+    for k, ((path, s, coll, n, pred), note) in enumerate(zip(jobs, notes)):
         rows = calibration.compare_rows(s, pred)
         if k:
             out.write("\n")
-        out.write(f"# gpulab compare: {path}: {coll}, {n} ranks, measured vs model "
-                  f"on {system.name} (transport {transport})\n"
+        cluster = (f"; cluster model: {system.name}, {note['cluster']}"
+                   if note["cluster"] else "")
+        out.write(f"# gpulab compare: {path}: {coll}, {n} ranks{note['ranks_how']}, "
+                  f"measured vs model on {system.name} (transport {transport}"
+                  f"{cluster}; process model: {note['gpus_per_process']} GPU(s) per "
+                  f"process, {note['process_model']})\n"
                   "# time in us; busbw in GB/s per direction (GB = 1e9 B); err = "
                   "(model - measured) / measured\n")
         text = [_text_row(r) for r in rows]
@@ -204,17 +303,26 @@ def register(sub, fmt):
     s.add_argument("files", nargs="+", metavar="FILE",
                    help="nccl-tests output (text or -J JSON) or a sweep CSV")
     s.add_argument("--system", required=True, metavar="NAME|FILE",
-                   help="system preset (gpulab predict --list-systems) or YAML file")
+                   help="system preset or cluster preset (gpulab predict "
+                        "--list-systems) or YAML file")
     s.add_argument("--transport", choices=collectives.TRANSPORTS,
                    help="p2p (default) or shm (the run used NCCL_P2P_DISABLE=1)")
     s.add_argument("--ranks", type=positive_int, metavar="N",
-                   help="ranks of the run (default: from the file's Rank lines)")
+                   help="ranks of the run, all nodes (default: from the file's Rank "
+                        "lines; with --nodes and a file that lists none: nodes x GPUs "
+                        "per node)")
+    s.add_argument("--gpus-per-process", type=_gpus_per_process, metavar="G",
+                   help="GPUs one process drove (nccl-tests -g G; default: the file's "
+                        "nGpus, else 1: one process per GPU)")
+    s.add_argument("-g", dest="gpus_per_process", type=_gpus_per_process, metavar="G",
+                   help="same as --gpus-per-process (nccl-tests' -g)")
     s.add_argument("--collective", metavar="NAME",
                    help="collective (default: from the file; picks one table of a "
                         "file that holds several)")
     s.add_argument("--nvls", choices=("auto", "on", "off"), default="auto",
                    help="model in-switch reduction as gpulab predict does "
                         "(default: auto)")
+    add_network_args(s, what="")
     s.add_argument("--plot", metavar="FILE.png",
                    help="also write measured vs predicted busbw to this PNG")
     s.add_argument("--format", **fmt)
