@@ -16,9 +16,22 @@ back-to-back loop (hardware plus the caller's per-call issue cost,
 
 Across nodes: ``--nodes N`` scales the system (a system preset, or a cluster preset
 of :data:`gpulab.network.CLUSTER_PRESETS` such as ``dgx-h100-spod``) to N nodes
-(:func:`gpulab.network.scale_out`; ranks default to all its GPUs); ``--nics
-COUNTxRATE`` (``8x400G``: NICs per node and Gb/s per NIC), ``--fabric
-ib|roce|efa|tcpx`` and ``--sharp on|off`` change its network.
+(:func:`gpulab.network.scale_out`; ranks default to all its GPUs, and ``--ranks``,
+which counts the ranks of all nodes, must equal them); ``--nics COUNTxRATE``
+(``8x400G``: NICs per node and Gb/s per NIC), ``--fabric ib|roce|efa|tcpx`` and
+``--sharp on`` change its network, and are refused where every rank sits in one
+NVLink domain (they would change nothing). ``--nvls on`` is refused on a system
+whose NVLink fabric has no in-switch reduction.
+
+Process model: one process per GPU (torchrun, or mpirun with nccl-tests ``-g 1``)
+at every node count; ``--gpus-per-process G`` (``-g G``) models nccl-tests ``-g G``
+inside a node. The table's header says which.
+
+Under the table, a ``# CAVEAT`` line marks a preset that no measurement checks for
+collectives (no run of ours, no published nccl-tests result in ``gpulab/data``
+naming it, no ``gpulab fit`` calibration); in CSV/JSON it goes to stderr.
+``--list-systems`` lists every node preset and cluster preset from the data files:
+GPUs, NVLink or PCIe, NICs, fabric, and whether collectives are checked.
 
 ``--collective NAME --ranks N`` (:func:`gpulab.collectives.predict`) prints what
 nccl-tests would print. The table has nccl-tests' out-of-place columns (``size``,
@@ -51,7 +64,8 @@ import argparse
 import re
 
 from .. import collectives, network, pcie, systems, units
-from .base import emit, nvls_enabled
+from .base import (add_network_args, check_network_flags, check_nvls,
+                   describe_network, emit, nvls_enabled, one_line, resolve_system)
 
 __all__ = ["register", "parse_size", "sweep_sizes"]
 
@@ -96,29 +110,6 @@ def _int_at_least(what, low):
 _factor = _int_at_least("factor", 2)
 _ranks = _int_at_least("ranks", 1)
 _gpus_per_process = _int_at_least("gpus-per-process", 1)
-_MAX_NODES = 100_000
-
-
-def _nodes(text):
-    """An argparse type: a node count in [1, 100000]."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or not 1 <= value <= _MAX_NODES:
-        raise argparse.ArgumentTypeError(
-            f"invalid nodes {text!r}: must be an integer in [1, {_MAX_NODES}]")
-    return value
-
-
-def _nics(text):
-    """An argparse type: COUNTxRATE such as ``8x400G``."""
-    try:
-        network.parse_nics(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc).replace("nics must", "must", 1)) \
-            from None
-    return text
 
 
 def sweep_sizes(min_bytes, max_bytes, factor):
@@ -134,26 +125,128 @@ def sweep_sizes(min_bytes, max_bytes, factor):
     return out
 
 
-def _list_systems(args, out):
+def _scale_up(s):
+    """``NVLink4 nvswitch, NVLS`` or ``PCIe only``: how the GPUs of a node meet."""
+    if s.nvlink.fabric == "none" or s.nvlink.generation is None:
+        return "PCIe only (no NVLink)"
+    nvls = ", NVLS" if s.nvlink.nvls else ""
+    domain = (f", {s.nvlink_domain}-GPU domain" if s.nvlink_domain != s.gpus_per_node
+              else "")
+    return f"NVLink{s.nvlink.generation} {s.nvlink.fabric}{nvls}{domain}"
 
+
+def _nics(s):
+    """``8x 400G ConnectX-7`` per node, or ``none``."""
+    nw = s.network
+    if nw is None:
+        return "none"
+    rate = nw.nic_rate.bytes_per_s * 8 / 1e9
+    return f"{nw.nics_per_node:g}x {rate:g}G" + (f" {nw.nic}" if nw.nic else "")
+
+
+def _list_systems(args, out):
+    """Every node preset (gpulab.systems) and every cluster preset
+    (gpulab.network.CLUSTER_PRESETS), from the data files, one line each."""
     rows = []
+
+    def add(name, kind, s, nodes, description, source, accessed):
+        nw = s.network
+        checked, what = _collective_check(name, s, None if kind == "node" else
+                                          2 * s.gpus_per_node)
+        rows.append({"system": name, "kind": kind, "nodes": nodes,
+                     "gpus": f"{s.gpus_per_node}x {s.gpu}" + (
+                         f" per node, {s.n_gpus} in all" if s.n_gpus != s.gpus_per_node
+                         else ""),
+                     "nvlink": s.nvlink.fabric, "scale_up": _scale_up(s),
+                     "p2p_via": s.p2p.via,
+                     "pcie": f"Gen{s.pcie.generation} x{s.pcie.lanes}",
+                     "nics_per_node": _nics(s),
+                     "fabric": nw.fabric if nw is not None else "none",
+                     "collectives": ("checked" if checked else "unvalidated") + (
+                         "" if kind == "node" else " (2+ nodes)"),
+                     "description": one_line(description)})
+        if args.format != "table":
+            rows[-1].update(collectives_check=what or None, source=source,
+                            accessed=accessed)
+
     for name in systems.names():
         s = systems.get(name)
-        rows.append({"system": name, "gpus": f"{s.n_gpus}x {s.gpu}",
-                     "nvlink": s.nvlink.fabric, "p2p_via": s.p2p.via,
-                     "pcie": f"Gen{s.pcie.generation} x{s.pcie.lanes}",
-                     "description": s.description})
-        if args.format != "table":
-            rows[-1].update(source=s.source, accessed=s.accessed)
+        add(name, "node", s, str(s.nodes), s.description, s.source, s.accessed)
+    for name in network.CLUSTER_PRESETS:
+        s = network.scale_out(name, 1)
+        rec = network.cluster_preset(name)
+        add(name, f"cluster of {rec['node']}", s, "--nodes N", rec["description"],
+            rec["source"], rec["accessed"])
     emit(rows, args.format, out)
     return 0
+
+
+#: Presets whose collectives our own runs check, where the data files have no field
+#: saying so: the 2-GPU machine of our nccl-tests sweeps (gpulab/data/nccl_model.yaml
+#: is fitted to them, held-out runs check it).
+_OWN_COLLECTIVE_RUNS = {
+    "h200-x2-measured": "our own 2x H200 nccl-tests sweeps (gpulab/data/measurements)"}
+#: Published single-server nccl-tests results, one row per size (``system`` names
+#: the preset they check; ``none`` when no preset matches).
+_PUBLIC_SINGLENODE = "measurements/public_singlenode.csv"
+
+
+def _public_systems(multi_node):
+    """{preset name: rows} of the published nccl-tests results that check it: the
+    multi-node ones (gpulab.network.public_results) or the single-server ones."""
+    if multi_node:
+        rows = network.public_results()
+    else:
+        import csv
+        import io
+
+        from .. import specs
+        try:
+            text = specs.read_data_text(_PUBLIC_SINGLENODE)
+        except ValueError:          # no such file in this version of the data
+            return {}
+        rows = list(csv.DictReader(io.StringIO(text)))
+    out = {}
+    for r in rows:
+        if r.get("system") not in (None, "", "none"):
+            out[r["system"]] = out.get(r["system"], 0) + 1
+    return out
+
+
+def _collective_check(name, system, n_ranks=None):
+    """(checked, what): whether a measurement checks the collective model of preset
+    or file ``name`` at ``n_ranks`` (default: all its GPUs), from the data: a fitted
+    ``collective_model`` (gpulab fit), a cluster preset's ``collective_check``, the
+    published nccl-tests results that name the preset (multi-node ones when the
+    ranks cross the network, single-server ones otherwise), or our own runs."""
+    n = system.n_gpus if n_ranks is None else n_ranks
+    multi = n > system.scale_up_domain
+    if system.collective_model is not None:
+        src = system.collective_model.get("source", "gpulab fit") \
+            if isinstance(system.collective_model, dict) else "gpulab fit"
+        return True, f"calibrated on measured sweeps ({one_line(src)})"
+    name = str(name)
+    if name in network.CLUSTER_PRESETS:
+        rec = network.cluster_preset(name)
+        check = rec.get("collective_check")
+        if check:
+            return True, one_line(check.get("source", check)
+                                  if isinstance(check, dict) else check)
+        if not multi:
+            name = rec["node"]
+    if name in _OWN_COLLECTIVE_RUNS and not multi:
+        return True, _OWN_COLLECTIVE_RUNS[name]
+    rows = _public_systems(multi).get(name)
+    if rows:
+        where = ("gpulab/data/measurements/public_multinode.csv" if multi
+                 else f"gpulab/data/{_PUBLIC_SINGLENODE}")
+        return True, f"published nccl-tests results ({rows} rows in {where})"
+    return False, ""
 
 
 #: Collective-only flags: refused with --copy.
 _COLLECTIVE_FLAGS = ("ranks", "transport", "algorithm", "protocol", "nvls",
                      "gpus_per_process", "nodes", "nics", "fabric", "sharp")
-#: Fabric kinds of --fabric (aliases of gpulab.network's fabric names).
-FABRIC_CHOICES = ("ib", "roce", "efa", "tcpx")
 #: nccl-tests' reduction op and root per collective (out-of-place columns).
 _REDOP = {"all_reduce": "sum", "reduce_scatter": "sum", "reduce": "sum"}
 _ROOT = {"broadcast": 0, "reduce": 0}
@@ -191,7 +284,7 @@ def _cmd_predict(args, out):
     if args.min_bytes > args.max_bytes:
         parser.error(f"argument --min-bytes: {args.min_bytes} is larger than "
                      f"--max-bytes {args.max_bytes}")
-    system = _system(args, parser)
+    system = resolve_system(args, parser)
     sizes = sweep_sizes(args.min_bytes, args.max_bytes, args.factor)
     if len(sizes) > _MAX_ROWS:
         parser.error(f"argument --factor: the sweep would have {len(sizes)} rows "
@@ -199,37 +292,6 @@ def _cmd_predict(args, out):
     if args.collective is not None:
         return _predict_collective(args, out, system, sizes)
     return _predict_copy(args, out, system, sizes)
-
-
-def _system(args, parser):
-    """The system of ``--system``, scaled out by ``--nodes``/``--nics``/``--fabric``/
-    ``--sharp`` when given (or when ``--system`` names a cluster preset)."""
-    scaled = any(getattr(args, k, None) is not None
-                 for k in ("nodes", "nics", "fabric", "sharp"))
-    if not scaled and args.system not in network.CLUSTER_PRESETS:
-        try:
-            return systems.resolve(args.system)
-        except ValueError as exc:
-            parser.error(f"argument --system: {exc} (or a cluster preset: "
-                         f"{', '.join(network.CLUSTER_PRESETS)})")
-    nodes = args.nodes
-    if nodes is None:
-        try:
-            nodes = 1 if args.system in network.CLUSTER_PRESETS \
-                else systems.resolve(args.system).nodes
-        except ValueError as exc:
-            parser.error(f"argument --system: {exc}")
-    sharp = None if args.sharp is None else args.sharp == "on"
-    try:
-        return network.scale_out(args.system, nodes, nics=args.nics,
-                                 fabric=args.fabric, sharp=sharp)
-    except ValueError as exc:
-        msg = str(exc)
-        flag = {"nodes": "--nodes", "nics": "--nics", "fabric": "--fabric",
-                "sharp": "--sharp"}.get(msg.split(" ", 1)[0], "--system")
-        if "give nics and fabric" in msg:
-            flag = "--nics"
-        parser.error(f"argument {flag}: {msg}")
 
 
 def _predict_copy(args, out, system, sizes):
@@ -305,23 +367,46 @@ def _predict_collective(args, out, system, sizes):
     if n > system.n_gpus:
         parser.error(f"argument --ranks: {n} is more than the {system.n_gpus} GPUs "
                      f"of system {system.name} (give 1 to {system.n_gpus})")
+    if args.nodes is not None and n != system.n_gpus:
+        # --ranks counts the ranks of all nodes: fewer would model fewer nodes
+        parser.error(
+            f"argument --ranks: {n} disagrees with --nodes {args.nodes}, which has "
+            f"{system.n_gpus} GPUs ({args.nodes} nodes x "
+            f"{system.n_gpus // args.nodes}); "
+            f"--ranks counts the ranks of all nodes: give --ranks {system.n_gpus} or "
+            "leave it out (or fewer --nodes)")
+    check_network_flags(parser, args, system, n)
+    check_nvls(parser, args, system)
     transport = args.transport or "p2p"
     algorithm = args.algorithm or "auto"
     protocol = args.protocol or "auto"
     nvls = nvls_enabled(args.nvls)
+    # one process per GPU (torchrun, mpirun + nccl-tests -g 1) at every node count,
+    # unless --gpus-per-process says otherwise: passed explicitly, so the process
+    # model never follows the model's own default
+    gpp = 1 if args.gpus_per_process is None else args.gpus_per_process
     try:
         pred = collectives.predict(args.collective, [float(s) for s in sizes], n,
                                    system, transport=transport, algorithm=algorithm,
                                    protocol=protocol, nvls=nvls,
-                                   gpus_per_process=args.gpus_per_process)
+                                   gpus_per_process=gpp)
     except ValueError as exc:
-        parser.error(_model_error(str(exc)))
+        parser.error(_model_error(one_line(exc)))
+    checked, _ = _collective_check(args.system, system, n)
+    caveat = None if checked else _caveat(args.system, system, n)
     us = pred.time / units.US
     alg = pred.algbw / units.GB
     bus = pred.busbw / units.GB
     if args.format == "table":
-        _collective_table(args, out, system, n, transport, sizes, pred)
+        try:
+            _collective_table(args, out, system, n, transport, sizes, pred, gpp,
+                              caveat)
+        except ValueError as exc:
+            parser.error(_model_error(one_line(exc)))
         return 0
+    if caveat:
+        import sys
+        sys.stderr.write(f"gpulab predict: warning: {caveat}\n")
     rows = []
     for i, size in enumerate(sizes):
         if args.format == "json":
@@ -340,7 +425,18 @@ def _predict_collective(args, out, system, sizes):
 
 
 
-def _collective_table(args, out, system, n, transport, sizes, pred):
+def _caveat(name, system, n):
+    """The line under the table of a preset whose collectives nothing checks."""
+    where = ("across nodes" if n > system.scale_up_domain
+             else "inside one NVLink domain" if system.nvlink.fabric != "none"
+             else "inside one node")
+    return (f"CAVEAT: {name} is unvalidated for collectives {where}: no measurement "
+            "of ours and no published nccl-tests result in gpulab's data checks it, "
+            "so these numbers are the model's extrapolation, not a checked "
+            "prediction; measure before relying on them (gpulab compare)")
+
+
+def _collective_table(args, out, system, n, transport, sizes, pred, gpp, caveat):
     coll = args.collective
     if transport == "shm":
         via = "SHM: P2P disabled, staged through host memory over PCIe"
@@ -349,28 +445,25 @@ def _collective_table(args, out, system, n, transport, sizes, pred):
     else:
         via = f"P2P over NVLink{system.nvlink.generation}"
     line = units.fmt_bandwidth(collectives.fabric_bandwidth(system, transport))
-    net = ""
-    if n > system.scale_up_domain:
-        path = network.network_path(system, n, nvls=nvls_enabled(args.nvls))
-        nw = system.network
-        net = (f"; between {path.nodes} nodes: {nw.nics_per_node:g}x "
-               f"{nw.nic_rate.bytes_per_s * 8 / 1e9:g} Gb/s {nw.fabric} NICs per node"
-               f" ({nw.topology}, SHARP {'on' if nw.sharp else 'off'}, GPUDirect RDMA "
-               f"{'on' if nw.gdr else 'off'}), {path.net_bw / units.GB:.0f} GB/s per "
-               "node achieved, per direction (gpulab.network)")
+    net = describe_network(system, n, nvls=nvls_enabled(args.nvls))
+    net = f"; {net}" if net else ""
     factor = collectives.busbw_factor(coll, n)
     per_rank = coll in _PER_RANK_COUNT
-    gpp = args.gpus_per_process or (min(n, system.gpus_per_node)
-                                    if n <= system.scale_up_domain else 1)
-    gpp_how = (f"nccl-tests -g {gpp}" if gpp > 1 else "nccl-tests under MPI, -g 1") + \
-        ("" if args.gpus_per_process else "; --gpus-per-process changes it")
+    if args.gpus_per_process is None:
+        gpp_how = ("one process per GPU, as torchrun or mpirun with nccl-tests -g 1, "
+                   "at every node count; -g N / --gpus-per-process N models "
+                   "nccl-tests -g N")
+    else:
+        gpp_how = (f"nccl-tests -g {gpp}: {n // gpp} process(es) of {gpp} GPU(s)"
+                   if gpp > 1 else "one process per GPU, as nccl-tests -g 1")
     out.write(
         f"# gpulab predict: {coll}, {system.name}, nranks {n}, transport {transport} "
         f"({via}), model: NCCL-like (see gpulab.collectives)\n"
         f"# {system.n_gpus}x {system.gpu}; line rate per GPU {line}{net}; algorithm "
         f"{args.algorithm or 'auto'}, protocol {args.protocol or 'auto'}, NVLS "
         f"{'allowed' if nvls_enabled(args.nvls) else 'off'} (--nvls "
-        f"{args.nvls or 'auto'}); {gpp} GPU(s) per process ({gpp_how})\n"
+        f"{args.nvls or 'auto'}); process model: {gpp} GPU(s) per process "
+        f"({gpp_how})\n"
         "# Predicted, not measured: nccl-tests' out-of-place columns; #wrong is N/A "
         "(nothing validated)\n"
         f"# algbw = size / time, busbw = algbw x {factor:g} (nccl-tests factor for "
@@ -411,6 +504,8 @@ def _collective_table(args, out, system, n, transport, sizes, pred):
     out.write("#" + header[1:] + "\n")
     for row in cells:
         out.write(fmt(row) + "\n")
+    if caveat:
+        out.write(f"# {caveat}\n")
     avg = float(pred.busbw.mean()) / units.GB
     out.write(f"# Avg bus bandwidth    : {avg:g}\n#\n")
 
@@ -445,7 +540,8 @@ def register(sub, fmt):
                    help="copy: one direction (default) or both (pinned h2d and d2h "
                         "at the same time)")
     s.add_argument("--ranks", type=_ranks, metavar="N",
-                   help="collective: ranks, one per GPU (default: the system's GPUs)")
+                   help="collective: ranks of all nodes, one per GPU (default: the "
+                        "system's GPUs; with --nodes it must be nodes x GPUs per node)")
     s.add_argument("--transport", choices=collectives.TRANSPORTS,
                    help="collective: p2p (NVLink, or PCIe without NVLink) or shm "
                         "(NCCL_P2P_DISABLE=1: staged through host memory); "
@@ -460,21 +556,13 @@ def register(sub, fmt):
                         "off if the environment sets NCCL_NVLS_ENABLE=0, as NCCL "
                         "does, else on where the NVSwitch supports it")
     s.add_argument("--gpus-per-process", type=_gpus_per_process, metavar="G",
-                   help="collective: GPUs one process drives (default: every rank of a "
-                        "node, as nccl-tests -g N; 1: one process per GPU, as nccl-tests "
-                        "under MPI or torchrun). Changes the host's time per call")
-    s.add_argument("--nodes", type=_nodes, metavar="N",
-                   help="collective: scale --system out to N nodes "
-                        "(gpulab.network.scale_out; ranks default to all GPUs)")
-    s.add_argument("--nics", type=_nics, metavar="COUNTxRATE",
-                   help="collective: NICs per node and Gb/s per NIC, e.g. 8x400G "
-                        "(default: the preset's)")
-    s.add_argument("--fabric", choices=FABRIC_CHOICES,
-                   help="collective: scale-out fabric: InfiniBand, RoCE, AWS EFA, "
-                        "Google GPUDirect-TCPX(O) (default: the preset's)")
-    s.add_argument("--sharp", choices=("on", "off"),
-                   help="collective: reduction in the network switches (NCCL CollNet "
-                        "/ SHARP; default off, as in NCCL)")
+                   help="collective: GPUs one process drives (default: 1, one process "
+                        "per GPU as torchrun or mpirun with nccl-tests -g 1, at every "
+                        "node count; G: nccl-tests -g G inside one node, 1 to the GPUs "
+                        "per node, dividing the ranks). Changes the host's time per call")
+    s.add_argument("-g", dest="gpus_per_process", type=_gpus_per_process, metavar="G",
+                   help="same as --gpus-per-process (nccl-tests' -g)")
+    add_network_args(s)
     s.add_argument("--min-bytes", "-b", type=parse_size, default=8, metavar="SIZE",
                    help="smallest size (default: 8)")
     s.add_argument("--max-bytes", "-e", type=parse_size, default=4 * 1024**3,
@@ -482,6 +570,7 @@ def register(sub, fmt):
     s.add_argument("--factor", "-f", type=_factor, default=2,
                    help="multiplication factor between sizes (default: 2)")
     s.add_argument("--list-systems", action="store_true",
-                   help="list the system presets and exit")
+                   help="list every node preset and cluster preset (GPUs, NVLink or "
+                        "PCIe, NICs, fabric, whether collectives are checked) and exit")
     s.add_argument("--format", **fmt)
     s.set_defaults(func=_cmd_predict, _predict_parser=s)
