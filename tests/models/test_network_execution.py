@@ -1,0 +1,115 @@
+"""What NCCL runs (gpulab.network.execution): channels used, pieces, the lockstep
+ring and the store-and-forward pipeline, written out by hand; the tuner's choice
+stays the tuner's; the cited line numbers of NCCL's constants."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from gpulab import network as N
+from gpulab.network import data as D, execution as E
+
+GIB = 2**30
+
+
+def test_constants_come_from_nccl_source_records():
+    # NCCL 2.30.7: 8 steps, Simple 4 MiB buffer, 512 threads x 64 B per channel
+    assert E.mechanic("buffers/nccl_steps") == 8
+    assert E.step_bytes("Simple") == 4 * 2**20 // 8
+    assert E.step_bytes("LL") == 512 * 1024 // 8 // 2          # half of a line is flags
+    assert E.step_bytes("LL128") == int(4915200 // 8 * 120 / 128)
+    with pytest.raises(ValueError, match="path must name a record"):
+        E.mechanic("buffers/no_such")
+
+
+def test_channels_used_follow_the_thread_threshold():
+    # Simple: one channel per 512 threads x 64 B = 32 KiB; LL on a ring: 8 B x n ranks
+    assert E.channels_used([32 * 1024 - 1, 32 * 1024, 20 * 32 * 1024], 16, "Simple",
+                           8).tolist() == [1, 1, 16]
+    assert E.channels_used(5 * 32 * 1024, 16, "Simple", 8).tolist() == 5
+    assert E.channels_used(3 * 512 * 8 * 8, 32, "LL", 8).tolist() == 3
+    assert E.channels_used(3 * 512 * 8 * 8, 32, "LL", 8, "tree").tolist() == 24
+    with pytest.raises(ValueError, match="max_channels"):
+        E.channels_used(1e6, 0, "Simple", 8)
+
+
+def test_ring_is_latency_bound_small_and_bandwidth_bound_large():
+    hops = [("intra", 3.4e-6, 20e9)]
+    # 8 B: 14 steps x (3.4 us + 8 B... a slice of 4 B) ~ 14 x 3.4 us
+    assert E.ring_time(8, 1, 8, 14, "Simple", hops) == pytest.approx(14 * 3.4e-6,
+                                                                      rel=1e-3)
+    # 16 GiB on 16 channels of 8 ranks: 64 loops of 14 steps of a 2 MiB chunk, 20 GB/s
+    t = E.ring_time(16 * GIB, 16, 8, 14, "Simple", hops)
+    assert t == pytest.approx(64 * 14 * 2 * 2**20 / 20e9, rel=1e-9)
+    # the slowest edge sets every step: a network edge at 10 GB/s halves the rate
+    t2 = E.ring_time(16 * GIB, 16, 8, 14, "Simple", hops + [("net", 14e-6, 10e9)])
+    assert t2 == pytest.approx(2 * t, rel=1e-9)
+
+
+def test_pipeline_of_one_piece_is_the_sum_of_its_hops():
+    # one 64 KiB piece over 14 NVLink hops (1 us, 10 GB/s) and 2 network hops
+    # (5 us, 5 GB/s): each hop holds the piece before it forwards
+    q = 65536.0
+    t = E.pipeline_time(q, 1, q, q, 14, 2, 1e-6, 5e-6, 10e9, 5e9)
+    assert t == pytest.approx(14 * (1e-6 + q / 10e9) + 2 * (5e-6 + q / 5e9), rel=1e-9)
+    # ten pieces: the nine behind the first stream at the slowest rate, the network's
+    # 5 GB/s, or 8 pieces per round trip of 10 us (52 GB/s: not binding)
+    t10 = E.pipeline_time(10 * q, 1, q, q, 14, 2, 1e-6, 5e-6, 10e9, 5e9)
+    assert t10 == pytest.approx(t + 9 * q / 5e9, rel=1e-9)
+
+
+def test_network_window_limits_a_high_latency_fabric():
+    # 1 KiB pieces over a 50 us hop: 8 x 1 KiB per 100 us = 82 MB/s per channel
+    q = 1024.0
+    t = E.pipeline_time(100 * q, 1, q, q, 0, 1, 0.0, 50e-6, 1e12, 1e12)
+    assert t == pytest.approx(50e-6 + q / 1e12 + 99 * q / (8 * q / 100e-6), rel=1e-6)
+
+
+def test_nvlstree_piece_follows_ncclcalc_chunking():
+    ops = 16 * 8
+    assert E.nvlstree_piece(2**30, ops, 2).tolist() == 131072
+    assert E.nvlstree_piece(2**30, ops, 4).tolist() == 65536     # nvlsTreeMaxChunkSize
+    assert E.nvlstree_piece(16 * 2**20, ops, 2).tolist() == 65536
+    assert E.nvlstree_piece(2 * 2**20, ops, 2).tolist() == 16384  # S / ops < 32 KiB
+    assert E.nvls_channels("hopper", 2) == 16
+    assert E.nvls_channels("blackwell", 1) == 24
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(8, 2**34), st.floats(1.01, 4))
+def test_executed_time_grows_with_size(size, factor):
+    c = N.scale_out("dgx-h100-spod", 2)
+    r = N.collective_times("all_reduce", [size, size * factor], 16, c)
+    # one pick per size; for a fixed pick the executed time is monotone
+    for algo in ("ring", "tree"):
+        t = N.collective_times("all_reduce", [size, size * factor], 16, c,
+                               algorithm=algo, protocol="Simple")["time"]
+        assert t[1] >= t[0] * (1 - 1e-12)
+    assert np.all(r["time"] > 0)
+
+
+def test_the_tuner_still_picks_and_the_estimate_is_reported():
+    c = N.scale_out("dgx-h100-spod", 2)
+    s = 2.0 ** np.arange(3, 34)
+    r = N.collective_times("all_reduce", s, 16, c)
+    # the pick is the tuner's smallest estimate, whatever the executed times say
+    for j, size in enumerate(s):
+        est = {a: N.collective_times("all_reduce", [size], 16, c, algorithm=a)["estimate"][0]
+               for a in ("ring", "tree", "nvlstree")}
+        assert r["algorithm"][j] == min(est, key=est.get)
+
+
+def test_tuning_cc_line_numbers_are_those_of_the_tag():
+    """The ranges were checked by printing src/graph/tuning.cc at v2.30.7-1."""
+    src = {k: D.record(f"nccl/{k}")["source"] for k in
+           ("base_latency_s", "hw_latency_s", "net_overhead_s", "ll_max_bw_gb_per_s",
+            "nvls_efficiency")}
+    assert "lines 149-155" in src["base_latency_s"]
+    assert "lines 156-176" in src["hw_latency_s"]
+    assert "lines 225-233" in src["net_overhead_s"]
+    assert "lines 177-183" in src["ll_max_bw_gb_per_s"]
+    assert "lines 138-144" in src["nvls_efficiency"]
+    assert "line 171" in D.record("fabrics/efa/extra_latency_s")["source"]
+    for old in ("159-163", "165-184", "230-235", "186-191", "146-152", "line 180"):
+        assert all(old not in s for s in src.values()), old
