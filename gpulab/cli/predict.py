@@ -221,6 +221,10 @@ def _collective_check(name, system, n_ranks=None):
     ranks cross the network, single-server ones otherwise), or our own runs."""
     n = system.n_gpus if n_ranks is None else n_ranks
     multi = n > system.scale_up_domain
+    check = getattr(system, "collective_check", None)     # a field the data may add
+    if check:
+        return True, one_line(check.get("source", check) if isinstance(check, dict)
+                              else check)
     if system.collective_model is not None:
         src = system.collective_model.get("source", "gpulab fit") \
             if isinstance(system.collective_model, dict) else "gpulab fit"
