@@ -47,7 +47,7 @@ def test_json_agrees_with_the_model():
         "all_reduce", 2, "p2p")
     sizes = [r["size_bytes"] for r in doc["rows"]]
     pred = collectives.predict("all_reduce", [float(s) for s in sizes], 2,
-                               "h200-x2-measured")
+                               "h200-x2-measured", gpus_per_process=1)
     for r, t in zip(doc["rows"], pred.time):
         assert r["model_time_us"] == pytest.approx(t * 1e6, rel=1e-3)
         assert r["time_err_pct"] == pytest.approx(
@@ -110,7 +110,9 @@ def test_failed_result_checks_warn_and_exit_1(fmt, capsys):
                    "--collective", "all_gather", "--format", fmt)
     err = capsys.readouterr().err
     assert rc == 1
-    assert err.count("gpulab compare: warning:") == 5
+    assert err.count("gpulab compare: warning:") == 6     # 5 failed checks + the GPU
+    assert err.count("nccl-tests result check failed") == 5
+    assert err.count("the file's GPUs are 'Tesla V100-SXM3-32GB' (V100)") == 1
     assert "Out of bounds values : 4 FAILED" in err
     warned = [ln for ln in text.splitlines() if ln.startswith("# WARNING")]
     assert len(warned) == (5 if fmt == "table" else 0)
@@ -120,7 +122,7 @@ def test_failed_result_checks_warn_and_exit_1(fmt, capsys):
     # a clean file: no warning, exit 0
     rc, _ = run(DATA / "v100_dgx2_old_format.txt", "--system", "hgx-h200-2node",
                 "--collective", "broadcast", "--format", fmt)
-    assert rc == 0 and "warning" not in capsys.readouterr().err
+    assert rc == 0 and "result check failed" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, flag", [

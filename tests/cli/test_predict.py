@@ -90,7 +90,8 @@ def test_every_format_agrees_with_the_model(coll, system, n, transport, fmt):
                "--transport", transport, "-b", "8", "-e", "16G", "-f", "4",
                "--format", fmt)
     sizes = [8 * 4**k for k in range(16)]
-    p = C.predict(coll, np.array(sizes, float), n, system, transport=transport)
+    p = C.predict(coll, np.array(sizes, float), n, system, transport=transport,
+                  gpus_per_process=1)
     time_us, alg, bus = p.time * 1e6, p.algbw / 1e9, p.busbw / 1e9
     factor = NCCL_FACTOR[coll](n)
     np.testing.assert_allclose(p.busbw, p.algbw * factor, rtol=1e-12)
@@ -161,7 +162,8 @@ def test_table_has_nccl_tests_columns(coll):
         assert decimals(r["time(us)"]) == (2 if t < 100 else 1 if t < 10000 else 0)
         assert decimals(r["algbw(GB/s)"]) == decimals(r["busbw(GB/s)"]) == 2
     avg = re.fullmatch(r"# Avg bus bandwidth\s+: (\S+)", lines[-2])
-    p = C.predict(coll, [8.0 * 2**k for k in range(30)], n, "hgx-h200")
+    p = C.predict(coll, [8.0 * 2**k for k in range(30)], n, "hgx-h200",
+                  gpus_per_process=1)
     assert avg and float(avg.group(1)) == pytest.approx(p.busbw.mean() / 1e9,
                                                         rel=1e-5)
     assert lines[-1] == "#"
@@ -248,10 +250,11 @@ def test_gpus_per_process_changes_only_the_host_time():
         return {r["size_bytes"]: r["time_us"] for r in json.loads(run(
             "--collective", "all_reduce", *BASE, "-b", "8", "-e", "8G", "-f", "1024",
             "--format", "json", *extra))}
-    g8, g1 = times(), times("--gpus-per-process", "1")
+    g8, g1 = times("--gpus-per-process", "8"), times()
     assert g8[8] > 2 * g1[8]
     assert g8[2**33] == pytest.approx(g1[2**33], rel=1e-3)
-    head = run("--collective", "all_reduce", *BASE, "-b", "8", "-e", "8").splitlines()[1]
+    head = run("--collective", "all_reduce", *BASE, "-b", "8", "-e", "8",
+               "--gpus-per-process", "8").splitlines()[1]
     assert "8 GPU(s) per process (nccl-tests -g 8" in head
 
 
@@ -403,7 +406,7 @@ def test_predicting_our_measured_sweep(transport):
         assert np.all(sizes[1:] == sizes[:-1] * factor)      # an nccl-tests sweep
         rows = list(csv.DictReader(io.StringIO(run(
             "--collective", coll, "--system", "h200-x2-measured", "--ranks", "2",
-            "--transport", transport, "-b", str(sizes[0]), "-e", str(sizes[-1]),
+            "--transport", transport, "--gpus-per-process", "2", "-b", str(sizes[0]), "-e", str(sizes[-1]),
             "-f", str(factor), "--format", "csv"))))
         assert [int(r["size_bytes"]) for r in rows] == list(sizes)
         t_pred = np.array([float(r["time_us"]) for r in rows])

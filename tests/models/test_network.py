@@ -147,7 +147,7 @@ def test_oversubscription_slows_traffic_beyond_one_leaf_group():
 def test_nvl72_rack_is_one_node_of_the_network():
     """GB200 NVL72: 72 GPUs in one NVLink domain; two racks are two network nodes
     with 72 NICs each (4 per 4-GPU tray)."""
-    two = N.scale_out("gb200-nvl72", 36)       # 36 trays of 4 = 144 GPUs
+    two = N.scale_out("gb200-nvl72", 2)        # 2 racks of 72 = 144 GPUs
     p = N.network_path(two, 144)
     assert (p.nodes, p.nics) == (2, 72.0)
     assert C.predict("all_reduce", GIB, 72, two).algorithm[0] == "nvls"

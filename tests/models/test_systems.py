@@ -15,8 +15,9 @@ import strategies  # noqa: F401  (loads the "ci" hypothesis profile)
 from gpulab import pcie, specs, systems
 from gpulab.units import PER_DIRECTION
 
-PRESETS = ("dgx-1-v100", "dgx-a100", "dgx-h100", "gb200-nvl72", "h100-pcie",
-           "h200-x2-measured", "hgx-h200", "hgx-h200-2node")
+PRESETS = ("a100-pcie-x8", "dgx-1-v100", "dgx-a100", "dgx-h100", "gb200-nvl72",
+           "h100-pcie", "h200-x2-measured", "hgx-a100-4gpu", "hgx-b200", "hgx-h200",
+           "hgx-h200-2node")
 
 VALID = textwrap.dedent("""\
     systems:
@@ -176,6 +177,7 @@ def test_network_nics_of_the_presets():
                systems.get(n).network.fabric)
            for n in systems.names() if systems.get(n).network is not None}
     assert got == {"dgx-a100": ("ConnectX-6", 8, "infiniband"),
+                   "hgx-b200": ("ConnectX-7", 8, "infiniband"),
                    "dgx-1-v100": ("ConnectX-4", 4, "infiniband"),
                    "dgx-h100": ("ConnectX-7", 8, "infiniband"),
                    "hgx-h200": ("ConnectX-7", 8, "infiniband"),

@@ -1078,7 +1078,7 @@ def _so_ep():
     from gpulab import parallelism as par
     moe = par.model("mixtral-8x7b")
     tokens = moe.seq_len                              # micro-batch 1, TP1
-    pod8, rack = network.scale_out("dgx-h100-spod", 8), network.scale_out("gb200-nvl72", 18)
+    pod8, rack = network.scale_out("dgx-h100-spod", 8), network.scale_out("gb200-nvl72", 1)
     curves = []
     for label, system, stride, kind in (("DGX H100, EP ranks adjacent", pod8, 1, "nvlink"),
                                         ("DGX H100, one EP rank per node", pod8, 8, "ib"),
