@@ -100,7 +100,7 @@ def test_specs_say_which_numbers_are_derived():
     assert kinds[4] == kinds[2] == "derived" and kinds[1] == "spec"
     _status, text = run("specs", "gpus", "--format", "json")
     pcie_row = next(r for r in json.loads(text)
-                    if r["name"] == "H100" and r["variant"].startswith("PCIe"))
+                    if r["gpu"] == "H100" and r["variant"].startswith("PCIe"))
     assert pcie_row["kind"] == "derived" and pcie_row["fp16_dense_TFLOPS"] == "756"
 
 
