@@ -213,8 +213,8 @@ def test_chooser_never_evaluates_moe_tp_without_sequence_parallel(sp):
 
 def test_nvl72_mixtral_pick_runs_with_sequence_parallelism():
     # the scale-out chapter's pick on 512 GB200 NVL72 GPUs (its CHOOSER options)
-    from gpulab import network
-    nvl = network.scale_out("gb200-nvl72", 128)
+    nvl = par.cluster("gb200-nvl72", 128)
+    assert nvl.n_gpus == 512 and nvl.nvlink_domain == 72
     r = par.rank_layouts("mixtral-8x7b", nvl, global_batch=1024, micro_batch=(1, 2, 4),
                          recompute=("none", "selective"),
                          sequence_parallel=(False, True))
