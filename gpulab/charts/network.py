@@ -40,11 +40,13 @@ def network_chart(cluster="dgx-h100-spod", nodes=2, fabric="preset",
 
     @functools.lru_cache(maxsize=None)
     def curve(cluster, nodes, fabric):
-        c = network.scale_out(cluster, nodes,
-                              fabric=None if fabric == "preset" else fabric)
+        own = network.canonical_fabric(network.cluster_preset(cluster)["fabric"])
+        fixed = network.cluster_preset(cluster).get("fabric_fixed", False)
+        # a cloud's fabric is the provider's: its what-if fabrics draw the preset's
+        c = network.scale_out(cluster, nodes, fabric=None if fabric == "preset"
+                              or fixed else fabric)
         pred = collectives.predict("all_reduce", NETWORK_CURVE, c.n_gpus, c)
         path = network.network_path(c, c.n_gpus)
-        own = network.canonical_fabric(network.cluster_preset(cluster)["fabric"])
         same = fabric == "preset" or network.canonical_fabric(fabric) == own
         pub = sorted((r["size_bytes"], r["busbw_gbps"], r["time_us"]) for r in public
                      if same and r["system"] == cluster and r["nodes"] == nodes

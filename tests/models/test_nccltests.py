@@ -174,7 +174,7 @@ def test_predict_csv_reads_back(tmp_path):
     s = nt.parse(buf.getvalue(), collective="all_gather")
     assert s.format == "csv" and len(s) == 7
     pred = collectives.predict("all_gather", s.size_bytes.astype(float), 8,
-                               "hgx-h200")
+                               "hgx-h200", gpus_per_process=1)   # the CLI's default
     np.testing.assert_allclose(s.time_s, pred.time, rtol=1e-3)
 
 
