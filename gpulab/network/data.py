@@ -25,6 +25,34 @@ def _doc():
         return yaml.safe_load(fh)
 
 
+_MECHANICS = _FILE.with_name("nccl_mechanics.yaml")
+
+
+@functools.lru_cache(maxsize=1)
+def _mechanics_doc():
+    with open(_MECHANICS, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def mechanic(path):
+    """A value of ``gpulab/data/nccl_mechanics.yaml`` (NCCL 2.30.7's execution
+    constants, each with file and line) by its slash path; the stored value itself
+    (read it, never modify it).
+
+    >>> mechanic("buffers/nccl_steps")
+    8
+    >>> mechanic("channels/thread_threshold_bytes")["Simple"]
+    64
+    """
+    node = _mechanics_doc()
+    for key in str(path).strip("/").split("/"):
+        if not isinstance(node, dict) or key not in node:
+            raise ValueError(f"path must name a record of nccl_mechanics.yaml such as "
+                             f"'buffers/nccl_steps'; got {path!r}")
+        node = node[key]
+    return node["value"] if isinstance(node, dict) and "value" in node else node
+
+
 def record(path):
     """A record of ``network.yaml`` by its slash path (``{value, kind, source,
     accessed}``), a copy.

@@ -40,42 +40,15 @@ sets the fill.
 """
 from __future__ import annotations
 
-import functools
 import math
-from pathlib import Path
 
 import numpy as np
-import yaml
 
 from .._validate import check_choice, check_int
+from . import data
 
-_FILE = Path(__file__).resolve().parents[1] / "data" / "nccl_mechanics.yaml"
-PROTOCOLS = ("LL", "LL128", "Simple")
-
-
-@functools.lru_cache(maxsize=1)
-def _doc():
-    with open(_FILE, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
-
-
-def mechanic(path):
-    """A value of ``gpulab/data/nccl_mechanics.yaml`` (NCCL 2.30.7's execution
-    constants, each with file and line) by its slash path; the stored value itself
-    (read it, never modify it).
-
-    >>> mechanic("buffers/nccl_steps")
-    8
-    >>> mechanic("channels/thread_threshold_bytes")["Simple"]
-    64
-    """
-    node = _doc()
-    for key in str(path).strip("/").split("/"):
-        if not isinstance(node, dict) or key not in node:
-            raise ValueError(f"path must name a record of nccl_mechanics.yaml such as "
-                             f"'buffers/nccl_steps'; got {path!r}")
-        node = node[key]
-    return node["value"] if isinstance(node, dict) and "value" in node else node
+PROTOCOLS = data.PROTOCOLS
+mechanic = data.mechanic
 
 
 def _steps():
