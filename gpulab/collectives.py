@@ -205,13 +205,19 @@ def ring_steps(collective, n_ranks, algorithm="ring", nodes=1):
     return n - 1
 
 
-def _gpus_per_process(value, n, system):
-    """GPUs one process drives: ``None`` -> every rank of a node in one process
-    (nccl-tests ``-g N``) inside one NVLink domain, one per process (``mpirun``,
-    ``-g 1``) across domains; else 1 .. min(n, gpus_per_node), dividing ``n``."""
+def _gpus_per_process(value, n, system, default_all=False):
+    """GPUs one process drives: ``None`` -> one per process (torchrun, ``mpirun``
+    with nccl-tests ``-g 1``) at every node count, or with ``default_all`` (a
+    single-node measurement without its header) every rank of the node in one
+    process (nccl-tests ``-g N``); else 1 .. min(n, gpus_per_node), dividing ``n``."""
     high = min(n, system.gpus_per_node)
     if value is None:
-        return high if _domains_used(system, n) == 1 else 1
+        return high if default_all and _domains_used(system, n) == 1 else 1
+    if isinstance(value, str) and value == "node":
+        if n % high:
+            raise ValueError(f"gpus_per_process 'node' needs n_ranks ({n}) to be a "
+                             f"multiple of the GPUs per node ({high})")
+        return high
     g = check_int("gpus_per_process", value, low=1, high=high)
     if n % g:
         raise ValueError(f"gpus_per_process must divide n_ranks ({n}); got {g}")
@@ -501,11 +507,11 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
         Allow in-switch reduction where the hardware has it; False models NCCL
         with ``NCCL_NVLS_ENABLE=0`` (NVLink multicast off).
     gpus_per_process : int, optional
-        GPUs one process drives. Default: all ranks of a node in one process, as
-        nccl-tests ``-g N`` runs them on one node; across nodes one process per
-        GPU (nccl-tests ``-g 1`` under ``mpirun``, as published multi-node runs
-        are made); 1 models one process per GPU (nccl-tests under MPI,
-        torchrun). It changes only the host's time per call.
+        GPUs one process drives. Default 1 at every node count: one process per
+        GPU, as training frameworks (torchrun) and nccl-tests under ``mpirun -g 1``
+        run; ``N`` models nccl-tests ``-g N`` (one thread launching on N GPUs in
+        turn), ``"node"`` every rank of a node in one process. It changes only the
+        host's time per call.
 
     Returns
     -------
@@ -799,7 +805,7 @@ def calibrate(collective, message_bytes, times, n_ranks, system, *, transport="p
     sf = sf0 if fill_bytes is None \
         else as_number("fill_bytes", fill_bytes, low=0, allow_array=False)
     algo = "direct" if collective in ("alltoall", "sendrecv") else "ring"
-    g = _gpus_per_process(gpus_per_process, n, system)
+    g = _gpus_per_process(gpus_per_process, n, system, default_all=True)
     launch = float(np.median(t[small])) \
         - (g - 1) * _const(system, f"transports/{transport}/launch_gpu_s")
     wire = wire_factor(collective, n, algo) * s[big]

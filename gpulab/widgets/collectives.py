@@ -18,8 +18,8 @@ COLLECTIVE_SIZES = tuple(2 ** k for k in range(3, 35))
 
 
 #: Launch options of the collective explorer: who issues the calls.
-COLLECTIVE_LAUNCH = (("one process for a node's GPUs (nccl-tests -g N)", "node"),
-                     ("one process per GPU (MPI, torchrun)", "gpu"))
+COLLECTIVE_LAUNCH = (("one process per GPU (MPI, torchrun)", "gpu"),
+                     ("one process for a node's GPUs (nccl-tests -g N)", "node"))
 
 
 class _CollectiveExplorer(Explorer):
@@ -84,7 +84,7 @@ class _CollectiveExplorer(Explorer):
             pred = collectives.predict(
                 c["collective"].value, self.sizes, n, system,
                 transport=transport, algorithm=c["algorithm"].value,
-                gpus_per_process=1 if c["launch"].value == "gpu" else None)
+                gpus_per_process=1 if c["launch"].value == "gpu" else "node")
             line = collectives.fabric_bandwidth(system, transport)
         except ValueError:
             self.summary.value = ""
@@ -119,14 +119,15 @@ class _CollectiveExplorer(Explorer):
 
 def collective_explorer(message_bytes=64 * units.MiB, n_ranks=8, system="hgx-h200",
                         collective="all_reduce", algorithm="auto", transport="p2p",
-                        *, metric="busbw", launch="node"):
+                        *, metric="busbw", launch="gpu"):
     """Predicted nccl-tests curve of one collective: size x GPUs x algorithm.
 
     Controls: message size (powers of two, 8 B-16 GiB), GPUs (2 up to the
     system's), system preset, collective, algorithm (``auto`` = NCCL's choice
     in the model), transport (``p2p`` or ``shm``), what to plot (busbw or
-    time per call) and who launches the calls (``node``: one process for the
-    GPUs of a node, as nccl-tests ``-g N``; ``gpu``: one process per GPU). Calls :func:`gpulab.collectives.predict` over
+    time per call) and who launches the calls (``gpu``, the default: one
+    process per GPU, as torchrun and ``mpirun -g 1``; ``node``: one process for
+    the GPUs of a node, as nccl-tests ``-g N``). Calls :func:`gpulab.collectives.predict` over
     :data:`COLLECTIVE_SIZES` (bytes, SI) and
     :func:`gpulab.plotting.plot_collective_prediction`; the summary gives
     time, algbw, busbw and the chosen algorithm and protocol at the marked

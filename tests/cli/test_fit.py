@@ -40,8 +40,8 @@ def test_fit_reproduces_our_measurements(tmp_path, src, transport, worst):
     assert mine.name == "mine" and mine.n_gpus == 2          # inherited from the base
     for sw in nccltests.read_all(str(src)):
         s, t = sw.size_bytes.astype(float), sw.time_s
-        err = np.abs(collectives.predict(sw.collective, s, 2, mine,
-                                         transport=transport).time / t - 1)
+        err = np.abs(collectives.predict(sw.collective, s, 2, mine, transport=transport,
+                                         gpus_per_process=2).time / t - 1)   # -g 2
         assert err[s >= 65536].max() < worst, (sw.collective, err.max())
         assert err.mean() < 0.10, sw.collective
     # the fitted values are what calibrate() gives, written into the file

@@ -170,7 +170,9 @@ def test_host_time_per_call():
     up to the channel cap."""
     here = "transports/p2p/collectives/all_reduce"
     h1 = C.predict("all_reduce", 8, 2, SYSTEM, gpus_per_process=1).time[0]
-    h2 = C.predict("all_reduce", 8, 2, SYSTEM).time[0]        # default: -g 2
+    h2 = C.predict("all_reduce", 8, 2, SYSTEM, gpus_per_process=2).time[0]  # -g 2
+    # the default is one process per GPU, at any node count
+    assert C.predict("all_reduce", 8, 2, SYSTEM).time[0] == h1
     assert h1 == pytest.approx(C.model_constant(f"{here}/launch_s"))
     assert h2 - h1 == pytest.approx(C.model_constant(f"{here}/launch_gpu_s"))
     s = 2.0 ** np.arange(3, 31)
@@ -182,7 +184,7 @@ def test_host_time_per_call():
         h2 + 2 * C.model_constant("transports/p2p/channel_s") * (cap - 1))
     # 8 GPUs in one process (nccl-tests -g 8) never beat one process per GPU
     for coll in ("all_reduce", "all_gather", "alltoall"):
-        g8 = C.predict(coll, s, 8, "hgx-h200").time
+        g8 = C.predict(coll, s, 8, "hgx-h200", gpus_per_process=8).time
         g1 = C.predict(coll, s, 8, "hgx-h200", gpus_per_process=1).time
         assert np.all(g8 >= g1) and g8[0] > 2 * g1[0]
     with pytest.raises(ValueError, match="gpus_per_process"):
@@ -212,7 +214,7 @@ def test_model_against_our_h200_sweeps(transport):
     collectives issue, +-15% from 64 KiB and +-30% below, with margin below."""
     for coll, a in SWEEPS[transport].items():
         s, t = a[:, 0], a[:, 1]
-        err = np.abs(C.predict(coll, s, 2, SYSTEM, transport=transport).time / t - 1)
+        err = np.abs(C.predict(coll, s, 2, SYSTEM, gpus_per_process=2, transport=transport).time / t - 1)
         assert err.mean() < 0.10, (coll, err.mean())
         assert err[s < 65536].max() < 0.20, (coll, err[s < 65536].max())
         assert err[s >= 65536].max() < WORST[transport], (coll, err[s >= 65536].max())
@@ -394,7 +396,7 @@ def test_held_out_floor_study():
     for transport in ("p2p", "shm"):
         for coll, p in measurements.pool_runs(measurements.HOLDOUT_RUNS[transport]).items():
             s = p.size_bytes
-            err = np.abs(C.predict(coll, s, 2, SYSTEM, transport=transport).time
+            err = np.abs(C.predict(coll, s, 2, SYSTEM, gpus_per_process=2, transport=transport).time
                          / p.center - 1)
             assert err[s >= 2**22].max() < 0.16, (transport, coll, err[s >= 2**22].max())
             assert err.max() < 0.35, (transport, coll, err.max())

@@ -341,7 +341,7 @@ def test_comparison_refuses_bad_input(kw, param):
 def test_launch_changes_small_messages_only():
     """One process for all 8 GPUs pays eight launches per call: small messages get
     slower, large ones do not, and the figure and summary follow."""
-    w = widgets.collective_explorer(message_bytes=8, metric="time")
+    w = widgets.collective_explorer(message_bytes=8, metric="time", launch="node")
     node = w.prediction.time.copy()
     png = _png(w)
     w.controls["launch"].value = "gpu"
