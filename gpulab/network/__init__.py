@@ -2,10 +2,13 @@
 
 A cluster is data: a node preset (``gpulab/data/systems.yaml``) plus a network
 (NICs per node and their rate, fabric kind, topology, oversubscription, SHARP,
-GPUDirect RDMA), with presets in ``gpulab/data/network.yaml``. The model is NCCL's
-own cost model (NCCL 2.30.7 ``src/graph/tuning.cc``: latency + bytes / bandwidth for
-each algorithm and protocol, the smallest wins) evaluated on the hardware's achieved
-rates; :mod:`gpulab.collectives` delegates to it whenever ranks span nodes.
+GPUDirect RDMA), with presets in ``gpulab/data/network.yaml``. NCCL's own tuner
+(NCCL 2.30.7 ``src/graph/tuning.cc``: latency + bytes / bandwidth for each algorithm
+and protocol, evaluated on the hardware's achieved rates) picks the algorithm and
+protocol, as NCCL does; the time of that pick is modelled from how NCCL runs it
+(:mod:`gpulab.network.execution`: channels used for the size, chunks and slices, a
+ring's lockstep steps, a tree's pipeline, steps in flight per network hop).
+:mod:`gpulab.collectives` delegates to it whenever ranks span nodes.
 
 API (stable)
 ------------
@@ -26,10 +29,10 @@ API (stable)
 ``algorithm_table(collective, sizes, nodes, system, *, nics, fabric, sharp, gdr, nvls)``
     Every algorithm's time, algbw and busbw per size, and NCCL's pick (explorer).
 ``collective_times(collective, sizes, n_ranks, system, ...)``
-    The model itself: time, algorithm and protocol per size.
+    The model itself: time, the tuner's estimate, algorithm and protocol per size.
 ``network_path(system, n_ranks)``
     What the ranks see: nodes, NICs used, achieved network and NVLink rates, hops.
-``public_results()``, ``public_errors()``
+``public_results()``, ``public_errors()``, ``BANDS``, ``POINT_TARGET``
     Published multi-node nccl-tests results
     (``gpulab/data/measurements/public_multinode.csv``) and the model's error per
     source and size band (target: the median per source and band within 20 %,
@@ -77,12 +80,13 @@ from .model import (  # noqa: F401
     collective_times,
     network_path,
 )
-from .public import BANDS, cluster_of, predicted, public_errors, public_results  # noqa: F401
+from .public import (  # noqa: F401
+    BANDS, POINT_TARGET, cluster_of, predicted, public_errors, public_results)
 
 __all__ = [
     "scale_out", "CLUSTER_PRESETS", "cluster_preset", "algorithm_table",
     "collective_times", "network_path", "NetworkPath", "public_results",
-    "public_errors", "BANDS", "fabric", "fabric_names", "Fabric", "topology",
+    "public_errors", "BANDS", "POINT_TARGET", "fabric", "fabric_names", "Fabric", "topology",
     "parse_nics", "nccl_constant", "nccl_version", "busbw_factor", "BUSBW_OPS",
     "NET_ALGORITHMS", "PROTOCOLS",
 ]

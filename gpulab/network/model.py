@@ -1,13 +1,15 @@
-r"""NCCL's multi-node cost model, evaluated on the cluster's hardware.
+r"""Multi-node collectives: NCCL's tuner picks, the run is modelled.
 
 NCCL picks an algorithm and a protocol per call with a cost model
 (``ncclTopoTuneModel`` and ``ncclTopoGetAlgoTime`` in ``src/graph/tuning.cc``):
 ``time = latency + bytes / bandwidth`` for every (algorithm, protocol), the
-smallest wins. This module evaluates the same formulas with two changes, both
-stated where they apply: the bandwidths are the hardware's achieved rates
-(NICs x line rate x fabric efficiency, NVLink x copy efficiency) where NCCL uses
-its topology search's speed steps, and the network's latency comes from the fabric
-(``gpulab/data/network.yaml``). The model's time is also its prediction.
+smallest wins. This module evaluates the same formulas to make the same pick, with
+two changes stated where they apply: the bandwidths are the hardware's achieved
+rates (NICs x line rate x fabric efficiency, NVLink x copy efficiency) where NCCL
+uses its topology search's speed steps, and the network's latency comes from the
+fabric (``gpulab/data/network.yaml``). That estimate is only the pick: the time of
+the picked pair is :func:`executed_time`, modelled from how NCCL runs it
+(:mod:`gpulab.network.execution`).
 
 Between nodes, NCCL's **Ring** and **Tree** run one channel per NIC (or more), so a
 node's whole NIC bandwidth carries the ring: a ring's busbw is
@@ -446,7 +448,9 @@ def collective_times(collective, message_bytes, n_ranks, system, *, algorithm="a
     Returns
     -------
     dict
-        ``time`` [s], ``algorithm`` and ``protocol`` (arrays, one per size).
+        ``time`` [s] (the run, :func:`executed_time`), ``estimate`` [s] (NCCL's
+        tuner estimate of the pick), ``algorithm`` and ``protocol`` (arrays, one
+        per size).
 
     Examples
     --------

@@ -83,14 +83,28 @@ def cluster_of(row):
     return systems.resolve(c)
 
 
-def predicted(row):
-    """(time [s], busbw [B/s], algorithm) the model predicts for a public row."""
+def _model(row):
+    """(time, NCCL tuner's estimate [s], algorithm, ranks) for a public row."""
     c = cluster_of(row)
     n = row["nodes"] * row["gpus_per_node"]
     r = collective_times(row["collective"], [row["size_bytes"]], n, c)
-    t = float(r["time"][0])
-    return t, row["size_bytes"] / t * busbw_factor(row["collective"], n), \
-        str(r["algorithm"][0])
+    return float(r["time"][0]), float(r["estimate"][0]), str(r["algorithm"][0]), n
+
+
+def predicted(row):
+    """(time [s], busbw [B/s], algorithm) the model predicts for a public row."""
+    t, _est, algo, n = _model(row)
+    return t, row["size_bytes"] / t * busbw_factor(row["collective"], n), algo
+
+
+def _error(row, metric, t, n):
+    """model / published - 1 in ``metric`` (time or busbw), or None without data."""
+    if metric == "time":
+        return None if row["time_us"] is None else t / (row["time_us"] * 1e-6) - 1
+    if not row["busbw_gbps"]:
+        return None
+    bus = row["size_bytes"] / t * busbw_factor(row["collective"], n)
+    return bus / (row["busbw_gbps"] * 1e9) - 1
 
 
 def public_errors():
@@ -103,8 +117,10 @@ def public_errors():
         (``"time"`` below 64 KiB, ``"busbw"`` above), ``median_error`` and
         ``worst_error`` (model / published - 1, signed; worst = largest magnitude),
         ``target`` (the band's median target, 0.20), ``within`` (median within the
-        target) and ``points_within`` (the share of points within
-        :data:`POINT_TARGET`).
+        target), ``points_within`` (the share of points within
+        :data:`POINT_TARGET`) and ``estimate_median_error``: the same median for
+        NCCL's tuner estimate taken as the time (what this model did before it
+        modelled the run).
 
     Examples
     --------
@@ -114,22 +130,19 @@ def public_errors():
     """
     groups = {}
     for row in public_results():
-        t, bus, _ = predicted(row)
+        t, est, _algo, n = _model(row)
         for name, low, high, metric, target in BANDS:
             if not low <= row["size_bytes"] < high:
                 continue
-            if metric == "time":
-                if row["time_us"] is None:
-                    continue
-                err = t / (row["time_us"] * 1e-6) - 1
-            else:
-                if not row["busbw_gbps"]:
-                    continue
-                err = bus / (row["busbw_gbps"] * 1e9) - 1
+            err = _error(row, metric, t, n)
+            if err is None:
+                continue
             key = (row["url"], row["system"], row["nodes"], name)
-            groups.setdefault(key, (metric, target, []))[2].append(err)
+            g = groups.setdefault(key, (metric, target, [], []))
+            g[2].append(err)
+            g[3].append(_error(row, metric, est, n))
     out = []
-    for (url, system, nodes, band), (metric, target, errs) in groups.items():
+    for (url, system, nodes, band), (metric, target, errs, est) in groups.items():
         e = np.asarray(errs)
         worst = float(e[np.argmax(np.abs(e))])
         out.append({"url": url, "system": system, "nodes": nodes, "band": band,
@@ -137,6 +150,7 @@ def public_errors():
                     "median_error": float(np.median(e)), "worst_error": worst,
                     "target": target,
                     "within": abs(float(np.median(e))) <= target,
-                    "points_within": float(np.mean(np.abs(e) <= POINT_TARGET))})
+                    "points_within": float(np.mean(np.abs(e) <= POINT_TARGET)),
+                    "estimate_median_error": float(np.median(est))})
     return out
 
