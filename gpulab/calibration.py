@@ -72,9 +72,7 @@ def fit_sweeps(sweeps, system, transport="p2p", n_ranks=None, gpus_per_process=N
     for coll, sw in sweeps:
         n = sw.resolve_ranks(n_ranks)
         keep = (sw.size_bytes > 0) & np.isfinite(sw.time_s)
-        g = gpus_per_process
-        if g is None and str(sw.config.get("nGpus", "")).isdigit():
-            g = int(sw.config["nGpus"])
+        g = gpus_per_process if gpus_per_process is not None else sw.gpus_per_process
         by_coll.setdefault((coll, n, g), []).append(
             dict(zip(sw.size_bytes[keep].astype(float), sw.time_s[keep])))
     out = {}

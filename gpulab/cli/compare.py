@@ -75,23 +75,11 @@ def _gpus_per_process(text):
     return value
 
 
-def _file_gpus_per_process(sweep):
-    """nccl-tests' ``nGpus`` (GPUs per process, ``-g``) from the file's header or
-    JSON report, or None when it does not say."""
-    for key in ("nGpus", "ngpus"):
-        value = sweep.config.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-            return value
-        if isinstance(value, str) and value.strip().isdigit() and int(value) >= 1:
-            return int(value)
-    return None
-
-
 def _process_model(parser, args, sweep, path, n, system):
     """(GPUs per process, how it was decided): ``--gpus-per-process``, else the
     file's ``nGpus``, else one process per GPU (as ``gpulab predict``)."""
     high = min(n, system.gpus_per_node)
-    g_file = _file_gpus_per_process(sweep)
+    g_file = sweep.gpus_per_process
     if args.gpus_per_process is not None:
         g = args.gpus_per_process
         if g_file is not None and g_file != g:

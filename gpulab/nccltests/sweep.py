@@ -125,6 +125,27 @@ class Sweep:
     def __len__(self):
         return int(self.size_bytes.size)
 
+    @property
+    def gpus_per_process(self):
+        """GPUs one process drove (nccl-tests' ``nGpus``, ``-g``) from the header or
+        JSON report, or None when the file does not say; pass it to
+        :func:`gpulab.collectives.predict` to model the run as it was made.
+
+        >>> from gpulab.nccltests import parse
+        >>> s = parse("# nThread 1 nGpus 2 minBytes 8 maxBytes 8 step: 2(factor)\\n"
+        ...           "#  size count type time algbw busbw #wrong\\n"
+        ...           " 64 16 float 10.0 0.01 0.01 0\\n", collective="broadcast")
+        >>> s.gpus_per_process
+        2
+        """
+        for key in ("nGpus", "ngpus"):
+            value = self.config.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+                return value
+            if isinstance(value, str) and value.strip().isdigit() and int(value) >= 1:
+                return int(value)
+        return None
+
     def resolve_ranks(self, n_ranks=None):
         """The rank count to model this sweep with: ``n_ranks`` (the caller's,
         e.g. ``--ranks``) checked against the file, else the file's own count.
