@@ -8,15 +8,22 @@ front ends; chapters and labs call these functions directly.
 """
 from __future__ import annotations
 
+import csv
 import datetime as _dt
+import functools
 import math
+from pathlib import Path
 
 import numpy as np
 import yaml
 
-from . import collectives, systems, units
+from . import collectives, network, systems, units
 
-__all__ = ["BANDS", "compare_rows", "band_summary", "fit_sweeps", "system_yaml"]
+__all__ = ["BANDS", "compare_rows", "band_summary", "fit_sweeps", "system_yaml",
+           "public_singlenode_results", "public_singlenode_errors"]
+
+_SINGLE = Path(__file__).resolve().parent / "data" / "measurements" / \
+    "public_singlenode.csv"
 
 #: Size bands of the summary: (label, lowest size, first size above) [B].
 BANDS = (("8 B-32 KiB", 0, 64 * 1024), ("64-512 KiB", 64 * 1024, 1024**2),
@@ -112,3 +119,93 @@ def system_yaml(base, name, fits, transport, sources):
     return ("# Written by gpulab fit. Inherits every field of the preset named in\n"
             "# 'base'; the collective_model section overrides the shared model.\n"
             + yaml.safe_dump(doc, sort_keys=False))
+
+
+@functools.lru_cache(maxsize=1)
+def _single_rows():
+    with open(_SINGLE, encoding="utf-8", newline="") as fh:
+        return tuple(csv.DictReader(fh))
+
+
+def public_singlenode_results():
+    """Published single-server nccl-tests rows
+    (``gpulab/data/measurements/public_singlenode.csv``), numbers as numbers;
+    ``gpus_per_process`` None where the source does not say.
+
+    >>> rows = public_singlenode_results()
+    >>> {r["kind"] for r in rows}
+    {'published'}
+    """
+    out = []
+    for r in _single_rows():
+        row = dict(r)
+        row["gpus"] = int(row["gpus"])
+        row["size_bytes"] = int(row["size_bytes"])
+        row["gpus_per_process"] = int(row["gpus_per_process"]) \
+            if row["gpus_per_process"] else None
+        row["time_us"] = float(row["time_us"])
+        row["busbw_gbps"] = float(row["busbw_gbps"]) if row["busbw_gbps"] else None
+        out.append(row)
+    return out
+
+
+def _single_prediction(row):
+    """The model's time [s] for a public single-server row, run as it was run:
+    its GPUs, process model (one per GPU where unknown), transport, NVLS switch
+    and any forced algorithm."""
+    n = row["gpus"]
+    kw = {"algorithm": row["algorithm"]} if row["algorithm"] else {}
+    g = row["gpus_per_process"] or 1
+    return float(collectives.predict(
+        row["collective"], float(row["size_bytes"]), n, row["system"],
+        transport="shm" if row["transport"] == "shm" else "p2p",
+        nvls=row["nvls"] != "off", gpus_per_process=min(g, n), **kw).time[0])
+
+
+def public_singlenode_errors():
+    """The collective model against each public single-server source, per size band
+    (:data:`gpulab.network.BANDS`: time below 64 KiB, busbw above; model /
+    published - 1).
+
+    Rows on hardware without a preset (``system`` = ``none``) are cited, not
+    checked.
+
+    Returns
+    -------
+    list of dict
+        One per (source, system, GPUs, GPUs per process, band): ``points``,
+        ``median_error``, ``worst_error``, ``within`` (median within the band's
+        target) and ``points_within`` (share within
+        :data:`gpulab.network.POINT_TARGET`).
+
+    Examples
+    --------
+    >>> e = public_singlenode_errors()
+    >>> {r["band"] for r in e} <= {b[0] for b in network.BANDS}
+    True
+    """
+    groups = {}
+    for row in public_singlenode_results():
+        if row["system"] == "none":
+            continue
+        t = _single_prediction(row)
+        for name, low, high, metric, target in network.BANDS:
+            if not low <= row["size_bytes"] < high:
+                continue
+            if metric == "time":
+                err = t / (row["time_us"] * 1e-6) - 1
+            else:
+                err = row["time_us"] * 1e-6 / t - 1        # busbw ratio, same sizes
+            key = (row["url"], row["system"], row["gpus"], row["gpus_per_process"],
+                   name)
+            groups.setdefault(key, (target, []))[1].append(err)
+    out = []
+    for (url, system, gpus, g, band), (target, errs) in groups.items():
+        e = np.asarray(errs)
+        med = float(np.median(e))
+        out.append({"url": url, "system": system, "gpus": gpus, "gpus_per_process": g,
+                    "band": band, "points": int(e.size), "median_error": med,
+                    "worst_error": float(e[np.argmax(np.abs(e))]),
+                    "within": abs(med) <= target,
+                    "points_within": float(np.mean(np.abs(e) <= network.POINT_TARGET))})
+    return out

@@ -1,0 +1,50 @@
+"""Public single-server nccl-tests runs against the collective model
+(gpulab.calibration.public_singlenode_*): cited rows, each modelled as it ran."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpulab import calibration, collectives, network, systems
+
+
+def test_rows_are_cited_and_name_a_preset_or_none():
+    rows = calibration.public_singlenode_results()
+    assert len(rows) >= 100
+    names = set(systems.names())
+    for r in rows:
+        assert r["kind"] == "published" and r["url"].startswith("https://")
+        assert r["system"] == "none" or r["system"] in names, r["system"]
+        assert 2 <= r["gpus"] <= 8 and r["size_bytes"] > 0 and r["time_us"] > 0
+        assert r["gpus_per_process"] in (None, 1, r["gpus"]) or \
+            r["gpus"] % r["gpus_per_process"] == 0
+
+
+def test_a_row_is_modelled_as_it_ran():
+    """The 8x A100 sweep ran one process for all eight GPUs (nccl-tests -g 8): the
+    error at its smallest size is the model's time with gpus_per_process=8."""
+    row = min((r for r in calibration.public_singlenode_results()
+               if r["system"] == "dgx-a100" and r["collective"] == "all_reduce"
+               and r["gpus_per_process"] == 8), key=lambda r: r["size_bytes"])
+    t = collectives.predict("all_reduce", float(row["size_bytes"]), 8, "dgx-a100",
+                            gpus_per_process=8).time[0]
+    errs = calibration.public_singlenode_errors()
+    e = next(e for e in errs if e["url"] == row["url"] and e["band"] == "< 64 KiB"
+             and e["gpus_per_process"] == 8)
+    assert e["points"] >= 1
+    if e["points"] == 1:
+        assert e["median_error"] == pytest.approx(t / (row["time_us"] * 1e-6) - 1)
+
+
+def test_errors_per_band_and_hardware_without_preset_skipped():
+    errs = calibration.public_singlenode_errors()
+    assert {e["band"] for e in errs} <= {b[0] for b in network.BANDS}
+    assert all(e["system"] != "none" for e in errs)
+    for e in errs:
+        assert math.isfinite(e["median_error"]) and 0 <= e["points_within"] <= 1
+        assert e["within"] == (abs(e["median_error"]) <= 0.20)
+    # large all_reduce on 8x H100 and 8x H200 are within target
+    for name in ("dgx-h100", "hgx-h200"):
+        big = [e for e in errs if e["system"] == name and e["band"] == ">= 1 GiB"]
+        assert big and all(e["within"] for e in big), name
