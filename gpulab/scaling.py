@@ -34,7 +34,7 @@ from . import collectives, links, specs, units
 from ._validate import as_number, check_choice, check_int, finite_answer, finite_message, finite_result
 
 __all__ = [
-    "METRICS", "assumption", "assumption_info", "growth", "growth_table", "scaling_efficiency",
+    "METRICS", "gpu_names", "assumption", "assumption_info", "growth", "growth_table", "scaling_efficiency",
     "effective_gpus", "exposed_comm_share", "DPStep", "data_parallel_step",
     "breakeven_tokens_per_gpu",
 ]
@@ -68,9 +68,20 @@ def assumption_info(name):
     return dict(specs.assumption_record("course", name))
 
 
+def gpu_names():
+    """GPUs this module models: those with NVLink (its growth table compares NVLink
+    generations and its data-parallel step runs over NVLink); PCIe-only cards such
+    as the L40S are left out.
+
+    >>> "H100" in gpu_names(), "L40S" in gpu_names()
+    (True, False)
+    """
+    return [n for n in specs.gpu_names() if specs.gpu(n).nvlink_links > 0]
+
+
 def _gpu(name, param):
     """``specs.gpu(name)`` with the error naming the caller's parameter."""
-    names = specs.gpu_names()
+    names = gpu_names()
     if not isinstance(name, str) or name not in names:
         raise ValueError(f"{param} must be one of {', '.join(map(repr, names))}; "
                          f"got {name!r}")
@@ -115,7 +126,7 @@ def growth_table(gpus=None, baseline="V100"):
     apples-to-oranges mistake the course corrects.
     """
     if gpus is None:
-        names = specs.gpu_names()
+        names = gpu_names()
     elif isinstance(gpus, str) or not hasattr(gpus, "__iter__"):
         raise ValueError(f"gpus must be a sequence of GPU names; got {gpus!r}")
     else:

@@ -87,3 +87,10 @@ def gpu_names():
     from gpulab import specs
 
     return st.sampled_from(specs.gpu_names())
+
+
+def nvlink_gpu_names():
+    """GPUs with NVLink: those gpulab.scaling models."""
+    from gpulab import scaling
+
+    return st.sampled_from(scaling.gpu_names())

@@ -25,9 +25,11 @@ def _specs_rows(table, with_source):
                                       else f"{g.fp8_dense_flops / units.TFLOPS:g}"),
                  "memory_GB": f"{g.memory_bytes / units.GB:g}",
                  "memory_bw_GBps": f"{g.memory_bandwidth / units.GB:g}",
-                 "nvlink": f"NVLink{g.nvlink_generation} x{g.nvlink_links}",
+                 "nvlink": (f"NVLink{g.nvlink_generation} x{g.nvlink_links}"
+                            if g.nvlink_links else "none"),
                  "nvlink_GBps_per_direction":
-                     f"{links.nvlink_gpu_bandwidth(g.nvlink_generation, g.nvlink_links).gb_per_s:g}",
+                     (f"{links.nvlink_gpu_bandwidth(g.nvlink_generation, g.nvlink_links).gb_per_s:g}"
+                      if g.nvlink_links else "-"),
                  "kind": g.kind, "source": g.source, "accessed": g.accessed}
                 for g in specs.gpus()]
     elif table == "nvlink":

@@ -44,11 +44,17 @@ import math
 
 import numpy as np
 
-from .._validate import check_choice, check_int
+from .._validate import as_number, check_choice, check_int, finite_answer
 from . import data
+
+__all__ = ["mechanic", "step_bytes", "channels_used", "tree_piece",
+           "store_forward_piece", "pipeline_time", "tree_hops", "nvls_channels",
+           "nvlstree_piece", "ring_time", "PROTOCOLS", "NVLS_CHUNK"]
 
 PROTOCOLS = data.PROTOCOLS
 mechanic = data.mechanic
+#: The NVLS chunk (``NCCL_NVLS_CHUNKSIZE``, 128 KiB, ``src/transport/nvls.cc``).
+NVLS_CHUNK = 128 * 1024
 
 
 def _steps():
@@ -58,6 +64,15 @@ def _steps():
 def _chunk_slice():
     cs = mechanic("buffers/chunk_slice_steps")["all_reduce"]
     return int(cs["chunkSteps"]), int(cs["sliceSteps"])
+
+
+def _bytes(name, value):
+    """A size or sizes [B]: finite, >= 0."""
+    return np.asarray(as_number(name, value, low=0), dtype=float)
+
+
+def _positive(name, value):
+    return np.asarray(as_number(name, value, low=0, low_inclusive=False), dtype=float)
 
 
 def step_bytes(protocol):
@@ -72,6 +87,7 @@ def step_bytes(protocol):
     return int(mechanic("buffers/step_bytes")[protocol] * share)
 
 
+@finite_answer
 def channels_used(message_bytes, max_channels, protocol, n_ranks, algorithm="ring"):
     """Channels NCCL runs a call on (``topoGetAlgoInfo``'s channel tuning).
 
@@ -85,7 +101,7 @@ def channels_used(message_bytes, max_channels, protocol, n_ranks, algorithm="rin
         The call's ``nBytes`` (nccl-tests' size for all_reduce, all_gather and
         reduce_scatter). [B]
     max_channels : int
-        The communicator's channels for the algorithm.
+        The communicator's channels for the algorithm, 1-64.
     protocol : {"LL", "LL128", "Simple"}
     n_ranks : int
     algorithm : {"ring", "tree"}
@@ -102,31 +118,18 @@ def channels_used(message_bytes, max_channels, protocol, n_ranks, algorithm="rin
     >>> channels_used(2**20, 32, "LL", 8).tolist()    # 8 B x 8 ranks x 512 threads each
     32
     """
-    check_choice("protocol", protocol, PROTOCOLS)
-    check_choice("algorithm", algorithm, ("ring", "tree"))
+    s = _bytes("message_bytes", message_bytes)
     nc = check_int("max_channels", max_channels, low=1, high=64)
-    n = check_int("n_ranks", n_ranks, low=1)
+    check_choice("protocol", protocol, PROTOCOLS)
+    n = check_int("n_ranks", n_ranks, low=1, high=1_000_000)
+    check_choice("algorithm", algorithm, ("ring", "tree"))
     thr = mechanic("channels/thread_threshold_bytes")[protocol] * (
         n if algorithm == "ring" and protocol == "LL" else 1)
     per = mechanic("channels/max_threads")[protocol] * thr
-    s = np.asarray(message_bytes, dtype=float)
     return np.clip(np.floor(s / per), 1, nc).astype(int)
 
 
-def ring_piece(message_bytes, channels, n_ranks, protocol):
-    """Bytes one ring step moves on one channel: the channel's share cut in
-    ``n_ranks`` chunks, at most a chunk (Simple: 4 buffer steps; LL/LL128: one). [B]
-
-    >>> int(ring_piece(2**30, 16, 8, "Simple"))     # the full chunk, 2 MiB
-    2097152
-    >>> int(ring_piece(2**20, 16, 8, "Simple"))     # 1 MiB / 16 channels / 8 ranks
-    8192
-    """
-    s = np.asarray(message_bytes, dtype=float)
-    chunk = step_bytes(protocol) * (_chunk_slice()[0] if protocol == "Simple" else 1)
-    return np.minimum(s / (np.asarray(channels, dtype=float) * n_ranks), chunk)
-
-
+@finite_answer
 def tree_piece(message_bytes, channels, protocol):
     """Bytes one tree step moves on one channel: the channel's share, at most one
     buffer step (the tree runs with chunkSteps = sliceSteps = 1). [B]
@@ -134,10 +137,12 @@ def tree_piece(message_bytes, channels, protocol):
     >>> int(tree_piece(2**30, 16, "Simple"))
     524288
     """
-    s = np.asarray(message_bytes, dtype=float)
-    return np.minimum(s / np.asarray(channels, dtype=float), step_bytes(protocol))
+    s = _bytes("message_bytes", message_bytes)
+    k = _positive("channels", channels)
+    return np.minimum(s / k, step_bytes(protocol))
 
 
+@finite_answer
 def store_forward_piece(piece, protocol, hop):
     """The part of a piece a hop must hold before it forwards: a Simple slice (half a
     ring chunk; one network message is one slice), one line for LL/LL128 over NVLink
@@ -149,8 +154,9 @@ def store_forward_piece(piece, protocol, hop):
     >>> float(store_forward_piece(2**21, "LL128", "intra"))
     128.0
     """
+    q = _bytes("piece", piece)
+    check_choice("protocol", protocol, PROTOCOLS)
     check_choice("hop", hop, ("intra", "net"))
-    q = np.asarray(piece, dtype=float)
     if protocol == "Simple":
         chunk_steps, slice_steps = _chunk_slice()
         return q * slice_steps / chunk_steps
@@ -159,6 +165,7 @@ def store_forward_piece(piece, protocol, hop):
     return np.minimum(q, 8.0 if protocol == "LL" else 128.0)
 
 
+@finite_answer
 def pipeline_time(wire_bytes, channels, piece_intra, piece_net, hops_intra, hops_net,
                   lat_intra, lat_net, rate_intra, rate_net):
     r"""Time of a store-and-forward pipeline over a path of hops. [s]
@@ -169,50 +176,35 @@ def pipeline_time(wire_bytes, channels, piece_intra, piece_net, hops_intra, hops
             + \frac{W/k - q}{b_\text{min}}
 
     with :math:`h_i, h_n` the NVLink/PCIe and network hops of the first piece's
-    path, :math:`\lambda` their latencies, :math:`q` the bytes a hop holds before it
-    forwards, :math:`b` one channel's rate on each kind of hop, :math:`W` the bytes
-    each rank sends and :math:`k` the channels. A network hop holds at most
-    ``NCCL_STEPS`` pieces in flight per channel, so a channel's network rate is at
-    most ``NCCL_STEPS q_n / (2 lambda_n)`` (a round trip per piece).
+    path, :math:`\lambda` their latencies [s], :math:`q` the bytes a hop holds before
+    it forwards, :math:`b` one channel's rate on each kind of hop [B/s, per
+    direction], :math:`W` the bytes each rank sends and :math:`k` the channels. A
+    network hop holds at most ``NCCL_STEPS`` pieces in flight per channel, so what
+    streams behind the first piece gets at most ``NCCL_STEPS q_n / (2 lambda_n)``
+    per channel (a round trip per piece).
 
     >>> t = pipeline_time(1e9, 16, 1e6, 1e6, 14, 0, 2e-6, 0.0, 20e9, 20e9)
     >>> round(float(t) * 1e3, 3)   # 14 hops x (2 us + 50 us) - 50 us + 1e9 / 320 GB/s
     3.803
     """
-    w = np.asarray(wire_bytes, dtype=float)
-    k = np.asarray(channels, dtype=float)
-    qi = np.asarray(piece_intra, dtype=float)
-    qn = np.asarray(piece_net, dtype=float)
-    b_in = np.asarray(rate_intra, dtype=float)
-    b_net = np.asarray(rate_net, dtype=float)
-    fill = hops_intra * (lat_intra + qi / b_in)
-    if not hops_net:
+    w = _bytes("wire_bytes", wire_bytes)
+    k = _positive("channels", channels)
+    qi = _bytes("piece_intra", piece_intra)
+    qn = _bytes("piece_net", piece_net)
+    hi = check_int("hops_intra", hops_intra, low=0, high=1_000_000)
+    hn = check_int("hops_net", hops_net, low=0, high=1_000_000)
+    li = float(as_number("lat_intra", lat_intra, low=0, allow_array=False))
+    ln = float(as_number("lat_net", lat_net, low=0, allow_array=False))
+    b_in = _positive("rate_intra", rate_intra)
+    b_net = _positive("rate_net", rate_net)
+    fill = hi * (li + qi / b_in)
+    if not hn:
         return fill + np.maximum(w / k - qi, 0.0) / b_in
-    fill = fill + hops_net * (lat_net + qn / b_net)
+    fill = fill + hn * (ln + qn / b_net)
     first = np.where(b_net < b_in, qn, qi)
-    # the rest streams behind the first piece at the slowest hop's rate, and a
-    # network hop has at most NCCL_STEPS pieces in flight per round trip
-    window = _steps() * qn / max(2.0 * lat_net, 1e-12)
-    b_min = np.minimum(b_in, np.minimum(b_net, window))
+    window = _steps() * qn / max(2.0 * ln, 1e-12)
+    b_min = np.maximum(np.minimum(b_in, np.minimum(b_net, window)), 1e-300)
     return fill + np.maximum(w / k - first, 0.0) / b_min
-
-
-def ring_hops(collective, n_ranks, nodes):
-    """(intra, network) hops of the first piece's path around a ring of
-    ``n_ranks`` over ``nodes`` nodes: all_reduce ``2(n-1)`` steps, all_gather and
-    reduce_scatter ``n-1``, of which the node boundaries' share crosses the network
-    (``nodes`` of the ring's ``n`` edges).
-
-    >>> ring_hops("all_reduce", 16, 2)
-    (26, 4)
-    """
-    n = check_int("n_ranks", n_ranks, low=1)
-    nodes = check_int("nodes", nodes, low=1, high=n)
-    steps = 2 * (n - 1) if collective == "all_reduce" else n - 1
-    if nodes == 1:
-        return steps, 0
-    net = round(steps * nodes / n)
-    return steps - net, net
 
 
 def tree_hops(ranks_per_node, nodes):
@@ -222,14 +214,11 @@ def tree_hops(ranks_per_node, nodes):
     >>> tree_hops(8, 2)
     (14, 2)
     """
-    ppn = check_int("ranks_per_node", int(math.ceil(ranks_per_node)), low=1)
-    nodes = check_int("nodes", nodes, low=1)
+    ppn = as_number("ranks_per_node", ranks_per_node, low=1, high=1_000_000,
+                    allow_array=False)
+    nodes = check_int("nodes", nodes, low=1, high=1_000_000)
     levels = max(1, math.ceil(math.log2(nodes))) if nodes > 1 else 0
-    return 2 * (ppn - 1), 2 * levels
-
-
-#: The NVLS chunk (``NCCL_NVLS_CHUNKSIZE``, 128 KiB, ``src/transport/nvls.cc``).
-NVLS_CHUNK = 128 * 1024
+    return 2 * (math.ceil(ppn) - 1), 2 * levels
 
 
 def nvls_channels(arch, nodes):
@@ -239,12 +228,15 @@ def nvls_channels(arch, nodes):
     >>> nvls_channels("hopper", 2), nvls_channels("blackwell", 2)
     (16, 32)
     """
+    check_choice("arch", arch, ("hopper", "blackwell"))
+    nodes = check_int("nodes", nodes, low=1, high=1_000_000)
     v = mechanic("channels/nvls_channels")
     if arch == "blackwell":
         return int(v["sm100_multi_node"] if nodes > 1 else v["sm100_single_node"])
     return int(v["sm90"])
 
 
+@finite_answer
 def nvlstree_piece(message_bytes, concurrent_ops, nodes):
     """Bytes one NVLSTree step moves per channel and head: NCCL's NVLS chunk
     (128 KiB; 64 KiB from 4 nodes, ``nvlsTreeMaxChunkSize``), cut to 64 and 32 KiB
@@ -254,13 +246,16 @@ def nvlstree_piece(message_bytes, concurrent_ops, nodes):
     >>> int(nvlstree_piece(2**30, 128, 2)), int(nvlstree_piece(32 * 2**20, 128, 2))
     (131072, 65536)
     """
-    s = np.asarray(message_bytes, dtype=float)
+    s = _bytes("message_bytes", message_bytes)
+    ops = check_int("concurrent_ops", concurrent_ops, low=1, high=1_000_000)
+    nodes = check_int("nodes", nodes, low=1, high=1_000_000)
     chunk = np.full(s.shape, float(NVLS_CHUNK if nodes < 4 else 65536))
     for factor, cut in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
-        chunk = np.where((s < factor * concurrent_ops * chunk) & (chunk > cut), cut, chunk)
-    return np.minimum(chunk, s / concurrent_ops)
+        chunk = np.where((s < factor * ops * chunk) & (chunk > cut), cut, chunk)
+    return np.minimum(chunk, s / ops)
 
 
+@finite_answer
 def ring_time(message_bytes, channels, n_ranks, steps, protocol, hops, max_chunk=None):
     r"""Time of a ring that runs in lockstep. [s]
 
@@ -270,14 +265,15 @@ def ring_time(message_bytes, channels, n_ranks, steps, protocol, hops, max_chunk
 
     .. math::
 
-        t = L\,s\,\max_h\Bigl(rac{q}{b_h},\; \lambda_h + rac{u_h}{b_h}\Bigr)
+        t = L\,s\,\max_h\Bigl(\frac{q}{b_h},\; \lambda_h + \frac{u_h}{b_h}\Bigr)
 
     with :math:`s` the steps of one loop (all_reduce ``2(n-1)``), :math:`L` the
     loops (``S / (channels x n x chunk)``, at least 1), :math:`q` the piece of one
-    step and channel (:func:`ring_piece`), :math:`u_h` the part of it a hop holds
-    before it forwards (:func:`store_forward_piece`), :math:`\lambda_h` and
-    :math:`b_h` the latency and one channel's rate of each kind of edge in ``hops``
-    (``[(kind, latency_s, rate), ...]``, kind ``"intra"`` or ``"net"``).
+    step and channel (``min(S / (channels x n), chunk)``, the chunk 4 buffer steps
+    for Simple, one for LL/LL128, or ``max_chunk``), :math:`u_h` the part of it a hop
+    holds before it forwards (:func:`store_forward_piece`), :math:`\lambda_h` [s] and
+    :math:`b_h` [B/s] the latency and one channel's rate of each kind of edge in
+    ``hops`` (``[(kind, latency_s, rate), ...]``, kind ``"intra"`` or ``"net"``).
 
     >>> t = ring_time(2**30, 16, 8, 14, "Simple", [("intra", 3.4e-6, 20e9)])
     >>> round(float(t) * 1e3, 3)    # 1.75 GiB / (16 x 20 GB/s): bandwidth-bound
@@ -286,14 +282,29 @@ def ring_time(message_bytes, channels, n_ranks, steps, protocol, hops, max_chunk
     >>> round(float(t) * 1e6, 1)    # 14 steps x 1.1 us: latency-bound
     15.4
     """
-    s = np.asarray(message_bytes, dtype=float)
-    k = np.asarray(channels, dtype=float)
-    chunk = step_bytes(protocol) * (_chunk_slice()[0] if protocol == "Simple" else 1) \
-        if max_chunk is None else max_chunk
-    q = np.minimum(s / (k * n_ranks), chunk)
-    loops = np.maximum(1.0, s / (k * n_ranks * chunk))
+    s = _bytes("message_bytes", message_bytes)
+    k = _positive("channels", channels)
+    n = check_int("n_ranks", n_ranks, low=1, high=1_000_000)
+    st = check_int("steps", steps, low=0, high=10_000_000)
+    check_choice("protocol", protocol, PROTOCOLS)
+    if isinstance(hops, (str, bytes)) or not hasattr(hops, "__iter__"):
+        raise ValueError(f"hops must be a list of (kind, latency_s, rate); got {hops!r}")
+    hops = list(hops)
+    if not hops or any(not isinstance(h, (tuple, list)) or len(h) != 3 for h in hops):
+        raise ValueError(f"hops must be a non-empty list of (kind, latency_s, rate); "
+                         f"got {hops!r}")
+    if max_chunk is None:
+        chunk = step_bytes(protocol) * (_chunk_slice()[0] if protocol == "Simple" else 1)
+    else:
+        chunk = float(as_number("max_chunk", max_chunk, low=0, low_inclusive=False,
+                                allow_array=False))
+    q = np.minimum(s / (k * n), chunk)
+    loops = np.maximum(1.0, s / (k * n * chunk))
     period = 0.0 * q
     for kind, lat, rate in hops:
+        check_choice("hops kind", kind, ("intra", "net"))
+        lat = float(as_number("hops latency_s", lat, low=0, allow_array=False))
+        rate = _positive("hops rate", rate)
         u = store_forward_piece(q, protocol, kind)
         period = np.maximum(period, np.maximum(q / rate, lat + u / rate))
-    return loops * steps * period
+    return loops * st * period

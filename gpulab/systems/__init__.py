@@ -92,7 +92,7 @@ Examples
 >>> systems.names()  # doctest: +NORMALIZE_WHITESPACE
 ['a100-pcie-x8', 'dgx-1-v100', 'dgx-a100', 'dgx-h100', 'gb200-nvl72', 'h100-pcie',
  'h200-x2-measured', 'hgx-a100-4gpu', 'hgx-b200', 'hgx-h200', 'hgx-h200-2node',
- 'l40s-x8', 'rtx-4090-x8', 'rtx-pro-6000-x8']
+ 'l40s-x8', 'rtx-4090-x8']
 >>> s = systems.get("hgx-h200")
 >>> s.gpu, s.n_gpus, s.nvlink.fabric, s.pcie.generation
 ('H200', 8, 'nvswitch', 5)

@@ -1,11 +1,12 @@
 """Bad-input rows for gpulab.network (collected by tests/models/test_bad_input.py)."""
 from __future__ import annotations
 
-from bad_values import CHOICE, INT, Case
+from bad_values import CHOICE, INT, NONNEG, POS, Case
 
 from gpulab import network as net
+from gpulab.network import execution as ex
 
-MODULES = (net,)
+MODULES = (net, ex)
 NO_ARGS = {net.public_results, net.public_errors, net.fabric_names, net.nccl_version}
 
 _CLUSTER_BAD = [None, 3, True, "", "no-such-cluster", "DGX-H100-SPOD", ["aws-p5"]]
@@ -54,4 +55,45 @@ CASES = [
          {"name": [None, 3, "", "version", "no-such", ["hw_latency_s"]]}),
     Case(net.busbw_factor, {"op": "all_reduce", "n_ranks": 8},
          {"op": CHOICE("allreduce"), "n_ranks": INT(1, 1_000_000)}),
+]
+
+# gpulab.network.execution: NCCL's execution mechanics
+_HOPS_BAD = [None, 3, "intra", [], [("intra", 1e-6)], [("wire", 1e-6, 1e9)],
+             [("intra", -1.0, 1e9)], [("intra", 1e-6, 0.0)]]
+CASES += [
+    Case(ex.mechanic, {"path": "buffers/nccl_steps"},
+         {"path": [None, 3, "", "no/such", "buffers/no_such"]}),
+    Case(ex.step_bytes, {"protocol": "Simple"}, {"protocol": CHOICE("simple")}),
+    Case(ex.channels_used,
+         {"message_bytes": [8, 2**20], "max_channels": 16, "protocol": "Simple",
+          "n_ranks": 8, "algorithm": "ring"},
+         {"message_bytes": NONNEG, "max_channels": INT(1, 64),
+          "protocol": CHOICE("ll"), "n_ranks": INT(1, 1_000_000),
+          "algorithm": CHOICE("nvls")}),
+    Case(ex.tree_piece, {"message_bytes": 2**20, "channels": 16, "protocol": "LL"},
+         {"message_bytes": NONNEG, "channels": POS, "protocol": CHOICE()}),
+    Case(ex.store_forward_piece, {"piece": 2**20, "protocol": "LL128", "hop": "net"},
+         {"piece": NONNEG, "protocol": CHOICE(), "hop": CHOICE("nvlink")}),
+    Case(ex.pipeline_time,
+         {"wire_bytes": 1e6, "channels": 4, "piece_intra": 1e4, "piece_net": 1e4,
+          "hops_intra": 14, "hops_net": 2, "lat_intra": 1e-6, "lat_net": 5e-6,
+          "rate_intra": 20e9, "rate_net": 10e9},
+         {"wire_bytes": NONNEG, "channels": POS, "piece_intra": NONNEG,
+          "piece_net": NONNEG, "hops_intra": INT(0, 1_000_000),
+          "hops_net": INT(0, 1_000_000), "lat_intra": NONNEG, "lat_net": NONNEG,
+          "rate_intra": POS, "rate_net": POS}),
+    Case(ex.tree_hops, {"ranks_per_node": 8, "nodes": 2},
+         {"ranks_per_node": [0, -1, None, "8", True, float("nan")],
+          "nodes": INT(1, 1_000_000)}),
+    Case(ex.nvls_channels, {"arch": "hopper", "nodes": 2},
+         {"arch": CHOICE("ampere"), "nodes": INT(1, 1_000_000)}),
+    Case(ex.nvlstree_piece, {"message_bytes": 2**20, "concurrent_ops": 128, "nodes": 2},
+         {"message_bytes": NONNEG, "concurrent_ops": INT(1, 1_000_000),
+          "nodes": INT(1, 1_000_000)}),
+    Case(ex.ring_time,
+         {"message_bytes": 2**20, "channels": 16, "n_ranks": 8, "steps": 14,
+          "protocol": "Simple", "hops": [("intra", 3.4e-6, 20e9)], "max_chunk": None},
+         {"message_bytes": NONNEG, "channels": POS, "n_ranks": INT(1, 1_000_000),
+          "steps": INT(0, 10_000_000), "protocol": CHOICE(), "hops": _HOPS_BAD,
+          "max_chunk": [0, -1.0, "1", True, float("inf")]}),
 ]

@@ -359,7 +359,7 @@ CASES = [
 NO_ARGS = {specs.nvlink_generations, specs.pcie_generations, specs.gpus,
            specs.gpu_names, specs.nics}
 NO_ARGS |= {topology.cpu_links, pcie.transport_shares}
-NO_ARGS |= {systems.names}
+NO_ARGS |= {systems.names, scaling.gpu_names}
 
 # Later modules keep their rows in tests/models/bad_input_<module>.py (see bad_values.py).
 for _path in sorted(Path(__file__).parent.glob("bad_input_*.py")):

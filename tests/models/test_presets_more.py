@@ -13,7 +13,7 @@ from gpulab import links, network as N, systems
 from gpulab.network import data as netdata
 
 ACCESSED = "2026-12-02"
-NODE_PRESETS = ("hgx-b200", "hgx-a100-4gpu", "a100-pcie-x8")
+NODE_PRESETS = ("hgx-b200", "hgx-a100-4gpu", "a100-pcie-x8", "l40s-x8", "rtx-4090-x8")
 CLUSTERS = ("dgx-b200-spod", "gcp-a3-high", "gcp-a3-ultra", "gcp-a4", "aws-p4de",
             "aws-p5e", "aws-p5en")
 
@@ -60,6 +60,8 @@ def test_hgx_a100_4gpu_is_a_mesh_of_four_links_per_pair():
 
 @pytest.mark.parametrize("name, gpu, variant, pcie_gen, via, p2p_ok", [
     ("a100-pcie-x8", "A100", "PCIe 80GB", 4, "pcie", True),
+    ("l40s-x8", "L40S", "PCIe 48GB", 4, "pcie", True),
+    ("rtx-4090-x8", "RTX 4090", "GeForce 24GB", 4, "host", False),
 ])
 def test_pcie_only_servers(name, gpu, variant, pcie_gen, via, p2p_ok):
     s = systems.get(name)
@@ -73,6 +75,8 @@ def test_pcie_only_servers(name, gpu, variant, pcie_gen, via, p2p_ok):
 @pytest.mark.parametrize("name, variant, tflops, mem_gb, bw_gb_per_s, pcie_gen", [
     # datasheet tables, written out: dense FP16/BF16 Tensor TFLOPS, memory, bandwidth
     ("A100", "PCIe 80GB", 312, 80, 1935, 4),                 # A100 datasheet
+    ("L40S", "PCIe 48GB", 362.05, 48, 864, 4),               # L40S datasheet
+    ("RTX 4090", "GeForce 24GB", 165.2, 24, 1008, 4),        # Ada whitepaper, FP32 acc.
 ])
 def test_gpu_rows(name, variant, tflops, mem_gb, bw_gb_per_s, pcie_gen):
     from gpulab import specs

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from strategies import (durations, fractions01, fractions_open, gpu_names, params,
+from strategies import (durations, fractions01, fractions_open, nvlink_gpu_names, params,
                         tokens)
 
 from gpulab import links, scaling, specs, units
@@ -35,7 +35,7 @@ def test_growth_rounded_examples():
     assert scaling.growth("V100", "H100", "nvlink_bandwidth") == pytest.approx(3.0)
 
 
-@given(gpu_names(), gpu_names(), st.sampled_from(
+@given(nvlink_gpu_names(), nvlink_gpu_names(), st.sampled_from(
     ["fp16_dense_flops", "nvlink_bandwidth", "memory_bandwidth", "memory_bytes"]))
 def test_growth_is_antisymmetric(a, b, metric):
     product = scaling.growth(a, b, metric) * scaling.growth(b, a, metric)
@@ -50,7 +50,8 @@ def test_growth_fp8_on_v100_refused():
 
 def test_growth_table():
     rows = scaling.growth_table()
-    assert [r["gpu"] for r in rows] == specs.gpu_names()
+    assert [r["gpu"] for r in rows] == scaling.gpu_names()
+    assert "L40S" in specs.gpu_names() and "L40S" not in scaling.gpu_names()
     assert rows[0] == {"gpu": "V100", "fp16_dense_flops": 1.0, "nvlink_bandwidth": 1.0,
                        "memory_bandwidth": 1.0}
     h100 = next(r for r in rows if r["gpu"] == "H100")
@@ -122,7 +123,7 @@ def test_effective_gpus_oracle():
 
 
 # --- data-parallel step ---------------------------------------------------------------
-@given(gpu_names(), st.integers(1, 1024), params, tokens, fractions01,
+@given(nvlink_gpu_names(), st.integers(1, 1024), params, tokens, fractions01,
        fractions_open)
 def test_step_consistency(gpu, n, p, d, o, mfu):
     s = scaling.data_parallel_step(gpu, n, p, d, mfu=mfu, overlap=o)
@@ -148,7 +149,7 @@ def test_step_comm_oracle_h100():
     assert round(s.efficiency, 3) == 0.963
 
 
-@given(gpu_names(), st.integers(2, 512), params, params, tokens)
+@given(nvlink_gpu_names(), st.integers(2, 512), params, params, tokens)
 def test_larger_model_longer_comm(gpu, n, p1, p2, d):
     assume(p1 < p2 * (1 - 1e-9))
     a = scaling.data_parallel_step(gpu, n, p1, d)
@@ -157,7 +158,7 @@ def test_larger_model_longer_comm(gpu, n, p1, p2, d):
     assert a.compute_time < b.compute_time
 
 
-@given(gpu_names(), st.integers(2, 512), params, tokens, fractions01, fractions01)
+@given(nvlink_gpu_names(), st.integers(2, 512), params, tokens, fractions01, fractions01)
 def test_overlap_reduces_exposed(gpu, n, p, d, o1, o2):
     assume(o2 - o1 > 1e-9)
     a = scaling.data_parallel_step(gpu, n, p, d, overlap=o1)
@@ -191,7 +192,7 @@ def test_steps_are_frozen():
 
 
 # --- breakeven ------------------------------------------------------------------------
-@pytest.mark.parametrize("gpu", specs.gpu_names())
+@pytest.mark.parametrize("gpu", scaling.gpu_names())
 @pytest.mark.parametrize("n", [2, 8, 64])
 def test_breakeven_gives_half_efficiency(gpu, n):
     d = scaling.breakeven_tokens_per_gpu(gpu, n)
@@ -201,7 +202,7 @@ def test_breakeven_gives_half_efficiency(gpu, n):
         assert s.compute_time == pytest.approx(s.comm_time, rel=1e-12)
 
 
-@given(gpu_names(), st.integers(2, 256), fractions_open, fractions_open)
+@given(nvlink_gpu_names(), st.integers(2, 256), fractions_open, fractions_open)
 def test_breakeven_with_overrides(gpu, n, mfu, e):
     d = scaling.breakeven_tokens_per_gpu(gpu, n, mfu=mfu, link_efficiency=e)
     s = scaling.data_parallel_step(gpu, n, 7e9, d, mfu=mfu, link_efficiency=e,
