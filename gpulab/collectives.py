@@ -501,6 +501,8 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
         Preset name, YAML path or System.
     transport : {"p2p", "shm"}
         ``shm`` models NCCL with ``NCCL_P2P_DISABLE=1`` (host-staged over PCIe).
+        A PCIe-only system whose driver refuses peer-to-peer (``pcie.p2p: false``,
+        e.g. GeForce cards) runs ``shm`` whatever is asked, as NCCL does.
     algorithm : "auto" or one of :data:`ALGORITHMS`
     protocol : "auto" or one of :data:`PROTOCOLS`
     nvls : bool, default True
@@ -598,6 +600,11 @@ def predict(collective, message_bytes, n_ranks, system, *, transport="p2p",
     check_choice("protocol", protocol, ("auto",) + PROTOCOLS)
     if not isinstance(nvls, (bool, np.bool_)):
         raise ValueError(f"nvls must be True or False; got {nvls!r}")
+    if transport == "p2p" and system.nvlink.fabric == "none" \
+            and not getattr(system.pcie, "p2p", True):
+        # no NVLink and the driver refuses PCIe peer-to-peer (GeForce cards): NCCL's
+        # p2pCanConnect fails and it connects the GPUs through host memory (SHM)
+        transport = "shm"
     s = np.atleast_1d(as_number("message_bytes", message_bytes, low=0,
                                 low_inclusive=False, max_ndim=1)).astype(float)
     scalar = np.ndim(message_bytes) == 0

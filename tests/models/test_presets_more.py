@@ -252,3 +252,15 @@ def test_cluster_record_missing_key():
     del rec["node"]
     with pytest.raises(ValueError, match="missing key 'node'"):
         netdata._check_cluster("x", rec)
+
+
+def test_without_pcie_p2p_nccl_goes_through_host_memory():
+    """8x RTX 4090 (no NVLink, the driver refuses P2P): NCCL's SHM transport, the
+    same as asking for it; 8x L40S keeps P2P over PCIe and is faster."""
+    from gpulab import collectives as C
+    s = [8.0, 2.0**30]
+    p2p = C.predict("all_reduce", s, 8, "rtx-4090-x8")
+    shm = C.predict("all_reduce", s, 8, "rtx-4090-x8", transport="shm")
+    assert (p2p.time == shm.time).all()
+    l40s = C.predict("all_reduce", s, 8, "l40s-x8")
+    assert l40s.busbw[1] > p2p.busbw[1]
