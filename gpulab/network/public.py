@@ -84,10 +84,13 @@ def cluster_of(row):
 
 
 def _model(row):
-    """(time, NCCL tuner's estimate [s], algorithm, ranks) for a public row."""
+    """(time, NCCL tuner's estimate [s], algorithm, ranks) for a public row, with
+    the row's forced algorithm (NCCL_ALGO) where it has one."""
     c = cluster_of(row)
     n = row["nodes"] * row["gpus_per_node"]
-    r = collective_times(row["collective"], [row["size_bytes"]], n, c)
+    # a run with NCCL_ALGO forced is modelled with that algorithm
+    algo = row.get("algorithm") or "auto"
+    r = collective_times(row["collective"], [row["size_bytes"]], n, c, algorithm=algo)
     return float(r["time"][0]), float(r["estimate"][0]), str(r["algorithm"][0]), n
 
 

@@ -127,3 +127,11 @@ def test_public_errors_report_the_estimate_beside_the_model():
     assert ok_model > ok_est
     assert all(0.0 <= e["points_within"] <= 1.0 for e in errs)
     assert N.POINT_TARGET == 0.35
+
+
+def test_public_rows_with_a_forced_algorithm_are_modelled_with_it():
+    rows = [r for r in N.public_results() if r["algorithm"]]
+    assert rows
+    for r in rows:
+        t, _bus, algo = N.predicted(r)
+        assert algo == r["algorithm"] and t > 0
