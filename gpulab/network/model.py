@@ -157,16 +157,19 @@ def network_path(system, n_ranks, nvls=True):
         net_bw /= net.oversubscription
     hops = topo["hops_beyond"] if beyond else topo["hops_inside"]
     extra = fab.extra_latency_s + (hops - 1) * fab.switch_hop_s
+    host = pcie.encoded_bandwidth(system.pcie.generation,
+                                  system.pcie.lanes).bytes_per_s
+    pinned = system.host_copy.params("pinned", "d2h")
+    # with GPUDirect RDMA the NIC reads and writes GPU memory across the GPU's PCIe
+    # link, so a node's ranks reach the network at most at their links' rate (one
+    # GPU with four NICs still moves one PCIe link's worth)
+    net_bw = min(net_bw, ppn * host * pinned.efficiency)
     if not net.gdr:
-        # staged through host memory: a GPU and its NIC share one PCIe uplink (the
-        # PCIe switch of a DGX-style node), which then carries every network byte
-        # twice per direction (sending: GPU to host; receiving: NIC to host), and
-        # each network step waits for a device-to-host and a host-to-device copy
-        host = pcie.encoded_bandwidth(system.pcie.generation,
-                                      system.pcie.lanes).bytes_per_s
-        pinned = system.host_copy.params("pinned", "d2h")
+        # NCCL without GPUDirect RDMA: the kernels write and read pinned host buffers
+        # and the NIC reads and writes those; a GPU and its NIC share one PCIe uplink
+        # (the PCIe switch of a DGX-style node), which then carries every network
+        # byte twice per direction. No copy per step: the kernels do the staging.
         net_bw = min(net_bw, ppn * host * pinned.efficiency / 2)
-        extra += pinned.latency_s + system.host_copy.params("pinned", "h2d").latency_s
     return NetworkPath(nodes, ppn, nics, rate, net_bw, nv_bw, nvls_bw, hops, extra,
                        fab.name, arch, net.gdr, net.sharp, nvswitch, intra)
 
