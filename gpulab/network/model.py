@@ -86,6 +86,10 @@ class NetworkPath:
     gdr, sharp, nvswitch : bool
     intra : str
         ``"nvlink"`` or ``"pci"``: the hardware between the GPUs of a node.
+    alltoall_bw : float or None
+        A node's network rate for alltoall, where every node talks to every other
+        and more bytes leave the leaf group than a ring's or tree's (None: as
+        ``net_bw``). [B/s]
     """
 
     nodes: int
@@ -103,13 +107,25 @@ class NetworkPath:
     sharp: bool
     nvswitch: bool
     intra: str = "nvlink"
+    alltoall_bw: float | None = None
 
 
-def network_path(system, n_ranks, nvls=True):
+#: How ranks sit on the leaf groups of a fat tree: ``ordered`` (nodes of a job in
+#: order, a group's nodes next to each other, as schedulers place them) or
+#: ``worst`` (every node's traffic crosses the spines at once).
+PLACEMENTS = ("ordered", "worst")
+
+
+def network_path(system, n_ranks, nvls=True, placement="ordered"):
     """The network as ``n_ranks`` ranks of ``system`` use it.
 
     Ranks fill one NVLink domain after another; the ranks of a node use their share
-    of its NICs (``nics_per_node x ranks / GPUs``).
+    of its NICs (``nics_per_node x ranks / GPUs``). Beyond one leaf group of an
+    oversubscribed fat tree (ratio ``o``), ``placement="ordered"`` (the default)
+    keeps a node's rate for rings and trees unless ``o`` exceeds the group's size
+    (only the edges between groups use the uplinks) and gives alltoall
+    ``rate / max(1, (1 - leaf / nodes) o)``; ``"worst"`` divides every node's rate
+    by ``o``.
 
     Examples
     --------
@@ -120,6 +136,7 @@ def network_path(system, n_ranks, nvls=True):
     """
     system = systems.resolve(system)
     n = check_int("n_ranks", n_ranks, low=1, high=system.n_gpus)
+    check_choice("placement", placement, PLACEMENTS)
     net = system.network
     domain = system.scale_up_domain
     nodes = max(1, math.ceil(n / domain))
@@ -153,8 +170,18 @@ def network_path(system, n_ranks, nvls=True):
     rate = net.nic_rate.bytes_per_s
     net_bw = nics * rate * fab.efficiency
     beyond = nodes > leaf
-    if beyond:
-        net_bw /= net.oversubscription
+    a2a_bw = None
+    if beyond and net.oversubscription > 1:
+        o = net.oversubscription
+        if placement == "worst":
+            net_bw /= o
+        else:
+            # ordered: a ring's or tree's edge that leaves a leaf group carries one
+            # node's traffic over the group's uplinks (leaf x rate / o), which
+            # binds only when o exceeds the group's size; an alltoall sends the
+            # share (1 - leaf / nodes) of every node's bytes over them
+            a2a_bw = net_bw / max(1.0, (1 - leaf / nodes) * o)
+            net_bw = min(net_bw, net_bw * leaf / o)
     hops = topo["hops_beyond"] if beyond else topo["hops_inside"]
     extra = fab.extra_latency_s + (hops - 1) * fab.switch_hop_s
     host = pcie.encoded_bandwidth(system.pcie.generation,
@@ -170,8 +197,10 @@ def network_path(system, n_ranks, nvls=True):
         # (the PCIe switch of a DGX-style node), which then carries every network
         # byte twice per direction. No copy per step: the kernels do the staging.
         net_bw = min(net_bw, ppn * host * pinned.efficiency / 2)
+    if a2a_bw is not None:
+        a2a_bw = min(a2a_bw, net_bw)
     return NetworkPath(nodes, ppn, nics, rate, net_bw, nv_bw, nvls_bw, hops, extra,
-                       fab.name, arch, net.gdr, net.sharp, nvswitch, intra)
+                       fab.name, arch, net.gdr, net.sharp, nvswitch, intra, a2a_bw)
 
 
 # --- NCCL's latencies ----------------------------------------------------------------
@@ -293,7 +322,7 @@ def _direct(collective, s, n, p, kind):
     lat = _base("ring", "Simple") + _inter_lat(p, "ring", "Simple")
     g = p.ranks_per_node
     if collective == "alltoall":
-        t_net = g * (n - g) / n / p.net_bw
+        t_net = g * (n - g) / n / (p.alltoall_bw or p.net_bw)
         t_nv = (g - 1) / n / p.nvlink_bw
         return lat + s * max(t_net, t_nv)
     # sendrecv: one rank per node sends across (the next node's first rank); it
@@ -428,7 +457,7 @@ def _one(collective, s, n, p, algo, proto):
 
 @finite_answer
 def collective_times(collective, message_bytes, n_ranks, system, *, algorithm="auto",
-                     protocol="auto", nvls=True, host_time=0.0):
+                     protocol="auto", nvls=True, host_time=0.0, placement="ordered"):
     """Times of a collective across nodes, as NCCL's tuner would run it.
 
     Parameters
@@ -447,6 +476,10 @@ def collective_times(collective, message_bytes, n_ranks, system, *, algorithm="a
     host_time : float or array_like
         The host's time per call (the caller's launch model); each time is at
         least this. [s]
+    placement : {"ordered", "worst"}
+        Beyond one leaf group of an oversubscribed fat tree: ``ordered`` (a
+        job's nodes in order, so only the edges between groups use the uplinks)
+        or ``worst`` (every node's bandwidth divided by the oversubscription).
 
     Returns
     -------
@@ -472,7 +505,7 @@ def collective_times(collective, message_bytes, n_ranks, system, *, algorithm="a
         raise ValueError(f"nvls must be True or False; got {nvls!r}")
     s = np.atleast_1d(as_number("message_bytes", message_bytes, low=0,
                                 low_inclusive=False, max_ndim=1)).astype(float)
-    p = network_path(system, n, nvls=bool(nvls))
+    p = network_path(system, n, nvls=bool(nvls), placement=placement)
     if p.nodes < 2:
         raise ValueError(f"n_ranks must span two or more nodes of {system.name!r} "
                          f"({system.scale_up_domain} GPUs each); got {n}")

@@ -153,8 +153,23 @@ def test_oversubscription_slows_traffic_beyond_one_leaf_group():
     over = dataclasses.replace(c, network=dataclasses.replace(c.network,
                                                               oversubscription=2.0))
     inside = N.network_path(N.scale_out("dgx-h100-spod", 32), 256)
-    assert N.network_path(over, 512).net_bw == pytest.approx(inside.net_bw / 2)
-    assert N.network_path(over, 512).hops == 3 and inside.hops == 1
+    worst = N.network_path(over, 512, placement="worst")
+    assert worst.net_bw == pytest.approx(inside.net_bw / 2)
+    assert worst.hops == 3 and inside.hops == 1
+    # ordered placement: 2 leaf groups of 32; a ring's or tree's two edges between
+    # them carry one node's traffic over a group's 32 x rate / 2 of uplinks (not
+    # binding); an alltoall sends half of every node's bytes up: 1 / max(1, 0.5 x 2)
+    ordered = N.network_path(over, 512)
+    assert ordered.net_bw == pytest.approx(inside.net_bw)
+    assert ordered.alltoall_bw == pytest.approx(inside.net_bw / max(1, 0.5 * 2))
+    # a 4:1 tree: alltoall at 1 / (0.5 x 4) = half the rate
+    o4 = dataclasses.replace(c, network=dataclasses.replace(c.network,
+                                                            oversubscription=4.0))
+    assert N.network_path(o4, 512).alltoall_bw == pytest.approx(inside.net_bw / 2)
+    # oversubscription beyond the group's size binds even ordered rings: 64:1
+    o64 = dataclasses.replace(c, network=dataclasses.replace(c.network,
+                                                             oversubscription=64.0))
+    assert N.network_path(o64, 512).net_bw == pytest.approx(inside.net_bw * 32 / 64)
 
 
 def test_nvl72_rack_is_one_node_of_the_network():
