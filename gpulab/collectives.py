@@ -432,7 +432,7 @@ def _single_time(collective, s, n, system, transport, algorithm, protocol, bw_in
     host = _host_time(system, transport, collective, s, g)
     eff = _efficiency(transport, collective, n, system)
     if algorithm == "nvls":
-        b = bw_intra * _constant("nvls/efficiency")
+        b = bw_intra * network.nvls_efficiency(system)
         fill = _fill_bytes(s, _constant("nvls/fill"),
                            _constant("nvls/fill_bytes")) / b
         return np.maximum(host, _constant("nvls/latency_s") + s / b + fill)

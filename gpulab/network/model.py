@@ -41,6 +41,27 @@ NET_ALGORITHMS = ("ring", "tree", "nvlstree", "collnet", "direct")
 _ARCH = {2: "volta", 3: "ampere", 4: "hopper", 5: "blackwell"}
 
 
+def nvls_efficiency(system):
+    """In-switch (NVLS) all_reduce algbw as a fraction of the per-direction NVLink
+    line rate on ``system``'s GPUs.
+
+    Ours for Hopper: 0.61, an NCCL maintainer's 8x H100 figure (``nccl_model.yaml``,
+    nvls/efficiency). Other generations scale it by NCCL's own ratio of NVLS
+    efficiencies (``nvlsEfficiency`` in ``tuning.cc``: Hopper 0.85, Blackwell 0.74),
+    the one mechanism NCCL itself models for the difference. 0 where the switch
+    has no NVLS.
+
+    >>> round(nvls_efficiency("hgx-h200"), 2), round(nvls_efficiency("gb200-nvl72"), 3)
+    (0.61, 0.531)
+    """
+    system = systems.resolve(system)
+    arch = _ARCH.get(system.nvlink.generation or 0, "volta")
+    effs = data.constant_view("nvls_efficiency")
+    if arch not in effs:
+        return 0.0
+    return specs.assumption("nccl", "nvls/efficiency") * effs[arch] / effs["hopper"]
+
+
 def busbw_factor(op, n_ranks):
     """The nccl-tests factor turning algbw into busbw for ``op`` on ``n_ranks``
     (nccl-tests ``doc/PERFORMANCE.md``).
@@ -155,7 +176,7 @@ def network_path(system, n_ranks, nvls=True, placement="ordered"):
         nv_bw = line * system.p2p.params.efficiency
     nvls_bw = None
     if nvls and nvswitch and getattr(system.nvlink, "nvls", False):
-        nvls_bw = line * specs.assumption("nccl", "nvls/efficiency")
+        nvls_bw = line * nvls_efficiency(system)
     if net is None:
         if nodes > 1:
             raise ValueError(f"system {system.name!r} has no network section: "

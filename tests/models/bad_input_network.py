@@ -56,6 +56,8 @@ CASES = [
          exempt={"param": "the name used in the message"}),
     Case(net.nccl_constant, {"name": "net_overhead_s"},
          {"name": [None, 3, "", "version", "no-such", ["hw_latency_s"]]}),
+    Case(net.nvls_efficiency, {"system": "hgx-h200"},
+         {"system": [None, 3, True, "", "no-such"]}),
     Case(net.busbw_factor, {"op": "all_reduce", "n_ranks": 8},
          {"op": CHOICE("allreduce"), "n_ranks": INT(1, 1_000_000)}),
 ]
