@@ -63,7 +63,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from .. import collectives, network, pcie, systems, units
+from .. import calibration, collectives, network, pcie, systems, units
 from .base import (add_network_args, check_network_flags, check_nvls,
                    describe_network, emit, nvls_enabled, one_line, resolve_system)
 
@@ -186,26 +186,12 @@ def _list_systems(args, out):
 #: is fitted to them, held-out runs check it).
 _OWN_COLLECTIVE_RUNS = {
     "h200-x2-measured": "our own 2x H200 nccl-tests sweeps (gpulab/data/measurements)"}
-#: Published single-server nccl-tests results, one row per size (``system`` names
-#: the preset they check; ``none`` when no preset matches).
-_PUBLIC_SINGLENODE = "measurements/public_singlenode.csv"
-
-
 def _public_systems(multi_node):
     """{preset name: rows} of the published nccl-tests results that check it: the
-    multi-node ones (gpulab.network.public_results) or the single-server ones."""
-    if multi_node:
-        rows = network.public_results()
-    else:
-        import csv
-        import io
-
-        from .. import specs
-        try:
-            text = specs.read_data_text(_PUBLIC_SINGLENODE)
-        except ValueError:          # no such file in this version of the data
-            return {}
-        rows = list(csv.DictReader(io.StringIO(text)))
+    multi-node ones (gpulab.network.public_results) or the single-server ones
+    (gpulab.calibration.public_singlenode_results)."""
+    rows = network.public_results() if multi_node \
+        else calibration.public_singlenode_results()
     out = {}
     for r in rows:
         if r.get("system") not in (None, "", "none"):
@@ -243,7 +229,7 @@ def _collective_check(name, system, n_ranks=None):
     rows = _public_systems(multi).get(name)
     if rows:
         where = ("gpulab/data/measurements/public_multinode.csv" if multi
-                 else f"gpulab/data/{_PUBLIC_SINGLENODE}")
+                 else "gpulab/data/measurements/public_singlenode.csv")
         return True, f"published nccl-tests results ({rows} rows in {where})"
     return False, ""
 

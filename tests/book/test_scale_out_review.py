@@ -137,7 +137,9 @@ def test_scale_out_caveats_are_stated_with_glued_numbers():
     assert "{glue:text}`so_pub2_h100_gb:.0f`" in prose[i:i + 900]
     # GDR off: the loss as a glued percentage, and the right limit in the caption
     assert prose.count("{glue:text}`so_gdr_loss_pct:.0f`%") >= 2
-    assert "PCIe links, which carry\n      every staged byte twice" in _text(SCALE_OUT)
+    assert "GPUs' PCIe links, which\n      carry every staged byte twice" in _text(SCALE_OUT)
+    # and no copy per network step (NCCL's kernels stage through pinned host buffers)
+    assert "no copy per step" in _text(SCALE_OUT)
     # sequence parallelism's extra TP time: an estimate calibrated on two GPUs
     j = prose.index("turns sequence parallelism on")
     assert "calibrated on two GPUs" in prose[j:j + 900]
