@@ -445,7 +445,8 @@ def nvswitch_node(gpu="H100", *, pcie_generation=None, lanes=16,
     ('PIX', 'NODE')
     """
     planes = assumption("nvswitch_planes")
-    ok = [g.name for g in specs.gpus() if g.nvlink_generation in planes]
+    ok = list(dict.fromkeys(g.name for g in specs.gpus()   # NVLink cards only
+                            if g.nvlink_links and g.nvlink_generation in planes))
     check_choice("gpu", gpu, ok)
     spec = specs.gpu(gpu)
     gen, width = pcie_params(spec.pcie_generation if pcie_generation is None
