@@ -392,7 +392,8 @@ def candidates(collective, p, algorithm="auto"):
 def _max_channels(p):
     """Channels of an inter-node ring or tree: NCCL doubles the rings its search
     finds, one per NIC (connect.cc), so two per NIC the node's ranks use, at least
-    2 and at most 32 (our reading; NCCL logs 16 channels on 8-NIC nodes)."""
+    2 and at most 32 (our reading; a public log of 8-NIC H100 nodes shows 16:
+    ``nccl_mechanics.yaml``, topology/h100_multi_node_observed)."""
     return int(min(32, max(2, 2 * round(p.nics))))
 
 
@@ -412,8 +413,8 @@ def _proto_rate(proto):
 def executed_time(collective, s, n, p, algo, proto):
     """Time of the (algorithm, protocol) NCCL chose, as it runs: channels used for
     the size, pieces and the pipeline over the path's hops
-    (:mod:`gpulab.network.execution`). Ring and tree; NVLSTree, CollNet and the
-    point-to-point calls keep the tuner's form (:func:`tuner_time`). [s]"""
+    (:mod:`gpulab.network.execution`): ring, tree and NVLSTree; CollNet and the
+    point-to-point calls keep the form of the tuner's estimate. [s]"""
     if algo == "nvlstree":
         return _nvlstree_executed(s, p)
     if algo not in ("ring", "tree") or collective not in (
@@ -429,21 +430,17 @@ def executed_time(collective, s, n, p, algo, proto):
         hops = [("intra", lat_in, p.nvlink_bw * share / nc_max),
                 ("net", lat_net, p.net_bw * share / nc_max)]
         return _base("ring", proto) + execution.ring_time(s, nc, n, steps, proto, hops)
-    else:
-        nc = execution.channels_used(s, nc_max, proto, n, "tree")
-        piece = execution.tree_piece(s, nc, proto)
-        hi, hn = execution.tree_hops(p.ranks_per_node, p.nodes)
-        # the chain sends each byte up and down over a GPU's links; a node sends
-        # and receives the buffer _tree_factor times over its NICs
-        rate_in = p.nvlink_bw * share / (2 * nc_max)
-        rate_net = p.net_bw * share / (_tree_factor(p) * nc_max)
-        wire = s
-        base = _base("tree", proto)
-    t = execution.pipeline_time(
-        wire, nc, execution.store_forward_piece(piece, proto, "intra"),
+    nc = execution.channels_used(s, nc_max, proto, n, "tree")
+    piece = execution.tree_piece(s, nc, proto)
+    hi, hn = execution.tree_hops(p.ranks_per_node, p.nodes)
+    # the chain sends each byte up and down over a GPU's links; a node sends and
+    # receives the buffer _tree_factor times over its NICs
+    rate_in = p.nvlink_bw * share / (2 * nc_max)
+    rate_net = p.net_bw * share / (_tree_factor(p) * nc_max)
+    return _base("tree", proto) + execution.pipeline_time(
+        s, nc, execution.store_forward_piece(piece, proto, "intra"),
         execution.store_forward_piece(piece, proto, "net"), hi, hn, lat_in, lat_net,
         rate_in, rate_net)
-    return base + t
 
 
 def _nvlstree_executed(s, p):
