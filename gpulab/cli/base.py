@@ -229,11 +229,14 @@ def describe_network(system, n_ranks, nvls=True):
         return ""
     path = network.network_path(system, n_ranks, nvls=nvls)
     nw = system.network
-    return (f"between {path.nodes} nodes: {nw.nics_per_node:g}x "
-            f"{nw.nic_rate.bytes_per_s * 8 / 1e9:g} Gb/s {nw.fabric} NICs per node"
+    # a node of the network is an NVLink domain: a rack of GB200 NVL72, else a server
+    unit = "rack" if system.scale_up_domain > system.gpus_per_node else "node"
+    nics = path.nics * system.scale_up_domain / path.ranks_per_node
+    return (f"between {path.nodes} {unit}s: {nics:g}x "
+            f"{nw.nic_rate.bytes_per_s * 8 / 1e9:g} Gb/s {nw.fabric} NICs per {unit}"
             f" ({nw.topology}, SHARP {'on' if nw.sharp else 'off'}, GPUDirect RDMA "
             f"{'on' if nw.gdr else 'off'}), {path.net_bw / units.GB:.0f} GB/s per "
-            "node achieved, per direction (gpulab.network)")
+            f"{unit} achieved, per direction (gpulab.network)")
 
 
 def _squash(text):

@@ -318,3 +318,12 @@ def test_gpus_per_process_flag_models_nccl_tests_g(flag):
     row = json.loads(run("predict", *argv, flag, "8", "--format", "json")[1])[0]
     p = C.predict("all_reduce", 8.0, 8, "hgx-h200", gpus_per_process=8)
     assert row["time_us"] == pytest.approx(float(p.time[0]) * 1e6, abs=1e-3)
+
+
+def test_gb200_header_counts_racks_and_their_nics():
+    """--nodes on GB200 NVL72 counts racks: 2 racks = 144 GPUs, 72 NICs per rack."""
+    rc, text = run("predict", "--collective", "all_reduce", "--system", "gb200-nvl72",
+                   "--nodes", "2", "-b", "1G", "-e", "1G")
+    assert rc == 0
+    assert "nranks 144" in text and "between 2 racks: 72x 400 Gb/s" in text
+    assert "NICs per rack" in text
