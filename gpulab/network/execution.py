@@ -49,12 +49,10 @@ from . import data
 
 __all__ = ["mechanic", "step_bytes", "channels_used", "tree_piece",
            "store_forward_piece", "pipeline_time", "tree_hops", "nvls_channels",
-           "nvlstree_piece", "ring_time", "PROTOCOLS", "NVLS_CHUNK"]
+           "nvlstree_piece", "ring_time", "PROTOCOLS"]
 
 PROTOCOLS = data.PROTOCOLS
 mechanic = data.mechanic
-#: The NVLS chunk (``NCCL_NVLS_CHUNKSIZE``, 128 KiB, ``src/transport/nvls.cc``).
-NVLS_CHUNK = 128 * 1024
 
 
 def _steps():
@@ -249,7 +247,10 @@ def nvlstree_piece(message_bytes, concurrent_ops, nodes):
     s = _bytes("message_bytes", message_bytes)
     ops = check_int("concurrent_ops", concurrent_ops, low=1, high=1_000_000)
     nodes = check_int("nodes", nodes, low=1, high=1_000_000)
-    chunk = np.full(s.shape, float(NVLS_CHUNK if nodes < 4 else 65536))
+    nvls_chunk = float(mechanic("buffers/chunk_bytes_default")["nvls_max"])
+    # nvlsTreeMaxChunkSize: 64 KiB from 4 nodes (src/transport/nvls.cc, line 229 at
+    # v2.30.7-1, ncclNvlsTuning)
+    chunk = np.full(s.shape, nvls_chunk if nodes < 4 else 65536.0)
     for factor, cut in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
         chunk = np.where((s < factor * ops * chunk) & (chunk > cut), cut, chunk)
     return np.minimum(chunk, s / ops)
