@@ -20,7 +20,9 @@ zeros = st.sampled_from(par.ZERO_STAGES)
 
 # --- model presets and parameter counts ------------------------------------------
 def test_presets_exist_with_sources():
-    assert set(PRESETS) == {"13b", "70b", "llama3-8b", "llama3-70b", "mixtral-8x7b"}
+    assert set(PRESETS) == {"13b", "70b", "llama3-8b", "llama3-70b", "mixtral-8x7b",
+                            "gpt3-5b", "gpt3-20b", "gpt3-175b", "llama2-7b",
+                            "llama2-13b", "llama2-70b", "llama3-405b"}
     for name in PRESETS:
         assert par.model(name).source
 
@@ -29,6 +31,9 @@ def test_llama_parameter_counts_match_published_totals():
     # Hugging Face model cards / safetensors totals: 8,030,261,248 and 70,553,706,496
     assert par.parameter_count("llama3-8b") == 8_030_261_248
     assert par.parameter_count("llama3-70b") == 70_553_706_496
+    # Llama 2 model cards' safetensors totals
+    assert par.parameter_count("llama2-7b") == 6_738_415_616
+    assert par.parameter_count("llama2-70b") == 68_976_648_192
 
 
 @pytest.mark.parametrize("name", ["13b", "70b"])
