@@ -200,6 +200,7 @@ ASSUMPTION_TABLES = {
     "pcie": "pcie_protocol.yaml",
     "nccl": "nccl_model.yaml",
     "layer_efficiency": "layer_efficiency.yaml",
+    "layer_recipes": "layer_recipes.yaml",
 }
 
 
@@ -215,7 +216,8 @@ def assumption_record(table, name):
     ----------
     table : str
         A key of :data:`ASSUMPTION_TABLES` (``"course"``, ``"parallelism"``,
-        ``"topology"``, ``"pcie"``, ``"nccl"`` or ``"layer_efficiency"``).
+        ``"topology"``, ``"pcie"``, ``"nccl"``, ``"layer_efficiency"`` or
+        ``"layer_recipes"``).
     name : str
         The entry's path; levels separated by ``/`` or ``.``
         (``"protocols/LL128/bandwidth"``, ``"flit.tlp_bytes"``, ``"mfu"``).

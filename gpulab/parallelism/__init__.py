@@ -84,6 +84,8 @@ from .memory import (  # noqa: F401
     activation_memory_per_layer,
     TrainingMemory,
     training_memory,
+    fp8_memory_overhead,
+    FP8_FRAMEWORKS,
     InferenceMemory,
     inference_memory,
 )
@@ -97,6 +99,7 @@ from .comm import (  # noqa: F401
 )
 from .efficiency import (  # noqa: F401
     PRECISIONS,
+    RECIPES,
     layer_efficiency,
     stage_compute_time,
 )
@@ -156,6 +159,8 @@ __all__ = [
     "training_memory",
     "InferenceMemory",
     "inference_memory",
+    "fp8_memory_overhead",
+    "FP8_FRAMEWORKS",
     "bucket_allreduce_time",
     "expert_alltoall_time",
     "ExpertAllToAll",
@@ -163,6 +168,7 @@ __all__ = [
     "Communication",
     "step_communication",
     "PRECISIONS",
+    "RECIPES",
     "layer_efficiency",
     "stage_compute_time",
     "bubble_fraction",

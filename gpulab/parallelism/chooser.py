@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from .._validate import check_choice, check_int, finite_answer
 from .layout import Layout, memory_reason, structural_reasons, as_system
 from .model import RECOMPUTE, check_flag, check_positive, seq_len_of, as_model, check_zero, assumption
+from .efficiency import RECIPES
 from .step import StepTime, step_options, step_result
 
 
@@ -129,7 +130,7 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
                  seq_len=None, zero=1, sequence_parallel=False, recompute="none",
                  virtual=1, mfu=None, dp_overlap=None, tp_overlap=None,
                  bucket_bytes=None, reserve=None, nvls=True, precision="bf16",
-                 ep=None):
+                 ep=None, recipe="compiled"):
     """Enumerate every TP x PP x DP (x EP) layout of ``n_gpus`` GPUs and rank them.
 
     Parameters
@@ -156,7 +157,7 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
         Recomputation mode(s) to try.
     virtual : int or tuple of int
         Virtual pipeline stages to try (only where PP > 1).
-    mfu, dp_overlap, tp_overlap, bucket_bytes, reserve, nvls, precision
+    mfu, dp_overlap, tp_overlap, bucket_bytes, reserve, nvls, precision, recipe
         As in :func:`step_time` (``mfu=None``: compute efficiency from each
         candidate's shard shape).
     ep : int or tuple of int, optional
@@ -204,6 +205,7 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
     eta, dpo, tpo, bucket, res, nv = step_options(
         s_, mfu=mfu, precision=precision, dp_overlap=dp_overlap, tp_overlap=tp_overlap,
         bucket_bytes=bucket_bytes, reserve=reserve, nvls=nvls)
+    check_choice("recipe", recipe, RECIPES)
     if ep is None:
         eps = tuple(d for d in _divisors(m.num_experts)) if m.num_experts else (1,)
         explicit = False
@@ -251,7 +253,8 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
                                                             tuple(why), why[0]))
                                 continue
                             st = step_result(m, s_, lay, gbatch, b, s, z, sp, rc, eta,
-                                       dpo, tpo, bucket, res, nv, gb, wb, precision, e)
+                                       dpo, tpo, bucket, res, nv, gb, wb, precision, e,
+                                       recipe)
                             if not st.fits:
                                 r = memory_reason(st.memory, s_, res)
                                 invalid.append(LayoutResult(lay, opts, st, (r,), r))

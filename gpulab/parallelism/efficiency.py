@@ -67,6 +67,11 @@ from .._validate import check_choice, check_int
 
 #: Precisions of the layer-shard model.
 PRECISIONS = ("bf16", "fp8")
+#: Execution recipes: ``"compiled"`` is what training frameworks run (torch.compile;
+#: for FP8, torchao's float8 training with tensorwise scaling, casts fused by the
+#: compiler), ``"eager"`` the naive variant (eager PyTorch; for FP8, per-call unfused
+#: ``torch._scaled_mm`` casts).
+RECIPES = ("compiled", "eager")
 
 
 def shard_terms(hidden, tp, seq_len, micro_batch, *, qkv_out=None, ffn_hidden=None,
@@ -85,6 +90,7 @@ def shard_terms(hidden, tp, seq_len, micro_batch, *, qkv_out=None, ffn_hidden=No
     gemm = sum(6.0 * tokens * k * n for k, n in dims)
     thin = sum(6.0 * tokens * k * n / min(k, n) for k, n in dims)
     return {"gemm_flops": gemm, "gemm_thin": thin,
+            "cast_elements": tokens * sum(k + n for k, n in dims),
             "attention_flops": 12.0 * tokens * seq_len * h / t,
             "full_width_elements": tokens * h, "shard_width_elements": tokens * h / t,
             "weight_elements": sum(k * n for k, n in dims)}
@@ -134,6 +140,58 @@ def shard_time(terms, gpu_spec, precision, coef=None):
     return (c["floor_s"] ** p + (compute + memory) ** p) ** (1.0 / p)
 
 
+@functools.lru_cache(maxsize=None)
+def recipe_coefficients():
+    """The fitted constants of the compiled FP8 recipe (``data/layer_recipes.yaml``)."""
+    names = ("weight_s_per_element", "activation_s_per_element", "fixed_s")
+    return {n: float(specs.assumption("layer_recipes", f"fp8_compiled/{n}"))
+            for n in names}
+
+
+def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None):
+    r"""Modelled time of one shard under an execution recipe. [s]
+
+    * ``"eager"``: :func:`shard_time` (BF16, or FP8 through unfused ``_scaled_mm``).
+    * ``"compiled"``, BF16: :func:`shard_time` in BF16 -- on our H200 runs
+      torch.compile left a BF16 shard within a few per cent of eager (median +1%,
+      ``data/layer_recipes.yaml``), so the eager BF16 constants serve both.
+    * ``"compiled"``, FP8 (torchao float8 training, tensorwise, torch.compile): the
+      four GEMMs at the FP8 GEMM constants of the eager fit (the ``_scaled_mm`` kernels
+      are the same), attention, norms and activations at the BF16 constants, plus the
+      work the fused recipe leaves:
+
+      .. math::
+
+          g = g_\text{gemm}^{fp8} + g_\text{attn}^{bf16} + g_\text{mem}^{bf16}
+              + \frac{B_\text{ref}}{B}\left(c_W W + c_A A\right) + t_x
+
+      with :math:`W` the shard's weight elements (amax, cast and transposed copy of
+      each weight, every micro-batch), :math:`A = T\sum_j (k_j + n_j)` the
+      activation and gradient elements that cross a cast, and :math:`t_x` a fixed
+      cost per shard; joined to the BF16 launch floor like :func:`shard_time`.
+
+    ``coef``: the compiled-FP8 constants (default: the fitted ones).
+    """
+    check_choice("recipe", recipe, RECIPES)
+    if recipe == "eager" or precision == "bf16":
+        return shard_time(terms, gpu_spec, precision)
+    k = recipe_coefficients() if coef is None else coef
+    cb, c8 = coefficients("bf16"), coefficients("fp8")
+    gemm = (terms["gemm_flops"] + c8["gemm_half_dim"] * terms["gemm_thin"]) \
+        / (c8["gemm_efficiency"] * peak_flops(gpu_spec, "fp8"))
+    attn = terms["attention_flops"] \
+        / (cb["attention_efficiency"] * peak_flops(gpu_spec, "bf16"))
+    memory = (cb["full_width_s_per_element"] * terms["full_width_elements"]
+              + cb["shard_width_s_per_element"] * terms["shard_width_elements"]
+              + cb["weight_s_per_element"] * terms["weight_elements"]
+              + k["weight_s_per_element"] * terms["weight_elements"]
+              + k["activation_s_per_element"] * terms["cast_elements"]) \
+        * cb["hbm_bandwidth"] / gpu_spec.memory_bandwidth
+    p = cb["floor_exponent"]
+    g = gemm + attn + memory + k["fixed_s"]
+    return (cb["floor_s"] ** p + g ** p) ** (1.0 / p)
+
+
 def gemm_efficiency(k, n, gpu_spec, precision):
     """Fraction of the dense peak one GEMM with weight k x n reaches (forward + backward).
 
@@ -153,7 +211,7 @@ def narayanan_shard_flops(hidden, tp, seq_len, micro_batch):
 
 
 def layer_efficiency(hidden, heads, tp, seq_len, micro_batch, *, gpu="H200",
-                     precision="bf16"):
+                     precision="bf16", recipe="compiled"):
     r"""Fraction of the dense peak one TP shard of a GPT layer reaches (fwd + bwd).
 
     Parameters
@@ -171,8 +229,13 @@ def layer_efficiency(hidden, heads, tp, seq_len, micro_batch, *, gpu="H200",
     gpu : str
         A GPU of ``data/gpus.csv`` (``"H200"``, ``"H100"``, ``"A100"``, ...).
     precision : {"bf16", "fp8"}
-        Linear layers in BF16, or in FP8 through eager ``torch._scaled_mm`` (what we
-        measured; not Transformer Engine). Attention, norms and GeLU stay BF16.
+        Precision of the four linear layers' GEMMs. Attention, norms and activations
+        stay BF16 in both.
+    recipe : {"compiled", "eager"}
+        How the shard runs (:func:`recipe_shard_time`). ``"compiled"`` (default, what
+        training frameworks run): torch.compile, and for FP8 torchao's float8 training
+        (dynamic tensorwise scaling, casts and amax reductions fused). ``"eager"``: the
+        naive variant, eager PyTorch, FP8 through per-call unfused ``_scaled_mm`` casts.
 
     Returns
     -------
@@ -205,6 +268,18 @@ def layer_efficiency(hidden, heads, tp, seq_len, micro_batch, *, gpu="H200",
     >>> h100 = layer_efficiency(4096, 32, 4, 2048, 1, gpu="H100")
     >>> h100 < layer_efficiency(4096, 32, 4, 2048, 1)      # less HBM bandwidth
     True
+
+    FP8 pays on a wide shard, not on a thin one (time ratio BF16 / FP8):
+
+    >>> def speedup(h, tp, **kw):
+    ...     f = narayanan_shard_flops(h, tp, 2048, 4)
+    ...     t = {p: f / (layer_efficiency(h, h // 128, tp, 2048, 4, precision=p, **kw)
+    ...                  * peak_flops(specs.gpu("H200"), p)) for p in PRECISIONS}
+    ...     return t["bf16"] / t["fp8"]
+    >>> speedup(16384, 2) > 1.15 > 1.0 > speedup(4096, 8)
+    True
+    >>> speedup(16384, 2, recipe="eager") < speedup(16384, 2)
+    True
     """
     h = check_int("hidden", hidden, low=1, high=10**7)
     a = check_int("heads", heads, low=1, high=h)
@@ -217,9 +292,10 @@ def layer_efficiency(hidden, heads, tp, seq_len, micro_batch, *, gpu="H200",
     b = check_int("micro_batch", micro_batch, low=1, high=10**6)
     check_choice("gpu", gpu, specs.gpu_names())
     check_choice("precision", precision, PRECISIONS)
+    check_choice("recipe", recipe, RECIPES)
     g = specs.gpu(gpu)
     peak = peak_flops(g, precision)
-    time = shard_time(shard_terms(h, t, s, b), g, precision)
+    time = recipe_shard_time(shard_terms(h, t, s, b), g, precision, recipe)
     return narayanan_shard_flops(h, t, s, b) / (time * peak)
 
 
@@ -228,7 +304,7 @@ HEAD_DIM = 128
 
 
 def stage_compute_time(hidden, layers, seq_len, micro_batch, *, heads=None, tp=1,
-                       gpu="H200", precision="bf16"):
+                       gpu="H200", precision="bf16", recipe="compiled"):
     r"""Forward + backward time of one micro-batch through one pipeline stage. [s]
 
     ``layers`` GPT layers of one TP shard each (hidden, heads, tp as in
@@ -244,7 +320,7 @@ def stage_compute_time(hidden, layers, seq_len, micro_batch, *, heads=None, tp=1
 
     Parameters
     ----------
-    hidden, tp, seq_len, micro_batch, gpu, precision
+    hidden, tp, seq_len, micro_batch, gpu, precision, recipe
         As in :func:`layer_efficiency`.
     layers : int
         GPT layers in the stage.
@@ -275,17 +351,32 @@ def stage_compute_time(hidden, layers, seq_len, micro_batch, *, heads=None, tp=1
                              f"dimension) when heads is not given; got {h}")
         heads = h // HEAD_DIM
     eff = layer_efficiency(hidden, heads, tp, seq_len, micro_batch, gpu=gpu,
-                           precision=precision)
+                           precision=precision, recipe=recipe)
     flops = narayanan_shard_flops(hidden, tp, seq_len, micro_batch)
     return n * flops / (peak_flops(specs.gpu(gpu), precision) * eff)
 
 
-def spec_shard_efficiency(m, tp, seq_len, micro_batch, gpu_spec, precision, layer_flops):
+def spec_shard_efficiency(m, tp, seq_len, micro_batch, gpu_spec, precision, layer_flops,
+                          recipe="compiled"):
     """Efficiency of one shard of preset ``m``'s layer: its own shapes (GQA, SwiGLU),
     ``layer_flops`` (per layer, no recompute, whole layer) over shard time x peak."""
     d = m.hidden // m.heads
     terms = shard_terms(m.hidden, tp, seq_len, micro_batch,
                         qkv_out=m.hidden + 2 * m.kv_heads * d,
                         ffn_hidden=m.ffn_hidden, swiglu=m.mlp == "swiglu")
-    time = shard_time(terms, gpu_spec, precision)
+    time = recipe_shard_time(terms, gpu_spec, precision, recipe)
     return layer_flops / tp / (time * peak_flops(gpu_spec, precision))
+
+
+def logits_efficiency(k, n, gpu_spec, precision, recipe="compiled"):
+    """Efficiency of the logits GEMM as a fraction of the ``precision`` peak.
+
+    Under the compiled recipe the output layer stays BF16 in FP8 training (torchao's
+    float8 conversion in torchtitan skips it; Megatron's output layer is not a
+    Transformer Engine layer), so its BF16 efficiency is expressed against the FP8 peak.
+    """
+    check_choice("recipe", recipe, RECIPES)
+    if precision == "fp8" and recipe == "compiled":
+        return gemm_efficiency(k, n, gpu_spec, "bf16") \
+            * peak_flops(gpu_spec, "bf16") / peak_flops(gpu_spec, "fp8")
+    return gemm_efficiency(k, n, gpu_spec, precision)

@@ -440,6 +440,60 @@ class InferenceMemory:
                 "total": self.total}
 
 
+#: FP8 training frameworks whose extra memory :func:`fp8_memory_overhead` counts.
+FP8_FRAMEWORKS = ("torchao", "transformer-engine")
+
+
+def fp8_memory_overhead(spec, tp=1, pp=1, *, framework="torchao"):
+    r"""Extra bytes per GPU that FP8 training keeps beyond BF16 training's.
+
+    Weights, gradients, optimizer states and saved activations are the same as in
+    BF16 (:func:`training_memory`): both frameworks keep BF16 (or FP32) master
+    weights, and torchao saves the BF16 input and weight of each linear layer for the
+    backward pass (``torchao/float8/float8_linear.py``, ``save_for_backward(input_hp,
+    weight_hp_t)``, torchao 0.18.0). What FP8 adds:
+
+    * ``"torchao"`` (dynamic tensorwise scaling, the compiled recipe): the FP8 copy
+      of one layer's linear weights and its transposed copy while that layer runs,
+      :math:`2\,\Psi_\text{layer}/t` bytes, transient; one FP32 scale per tensor.
+    * ``"transformer-engine"`` with FP8 weight caching (the weights cast once per
+      optimizer step and reused by every micro-batch; Transformer Engine user guide,
+      "Performance Optimizations", FP8 weight caching): the FP8 weight and its
+      transpose for every linear layer of the stage, :math:`2\,\Psi_\text{stage
+      matrices}/t` bytes, plus the delayed-scaling amax history (1024 FP32 values
+      for each of three tensors per linear layer, TE's ``DelayedScaling`` default).
+
+    Parameters
+    ----------
+    spec : ModelSpec or str
+    tp, pp : int
+        Tensor- and pipeline-parallel degrees.
+    framework : {"torchao", "transformer-engine"}
+
+    Returns
+    -------
+    float
+        Bytes per GPU (the most loaded pipeline stage).
+
+    Examples
+    --------
+    >>> ao = fp8_memory_overhead("llama3-70b", tp=8, pp=4)
+    >>> te = fp8_memory_overhead("llama3-70b", tp=8, pp=4, framework="transformer-engine")
+    >>> round(ao / 1e6), round(te / 1e9, 2)
+    (214, 4.28)
+    """
+    m = as_model(spec)
+    t = check_positive("tp", tp)
+    p = check_positive("pp", pp)
+    check_choice("framework", framework, FP8_FRAMEWORKS)
+    c = param_counts(m)
+    if framework == "torchao":
+        return 2.0 * c["layer_matrices"] / t + 4.0 * 3 * 4
+    layers = -(-m.layers // p)
+    amax = layers * 4 * 3 * 1024 * 4.0
+    return 2.0 * layers * c["layer_matrices"] / t + amax
+
+
 @finite_answer
 def inference_memory(spec, tp=1, pp=1, *, batch=1, seq_len=None, weight_bytes=None,
                      kv_dtype_bytes=2):

@@ -177,8 +177,8 @@ class ModelSpec:
 def model_names():
     """Names of the model presets, sorted.
 
-    >>> model_names()
-    ['13b', '70b', 'llama3-70b', 'llama3-8b', 'mixtral-8x7b']
+    >>> model_names()[:5], len(model_names())
+    (['13b', '70b', 'gpt3-175b', 'gpt3-20b', 'gpt3-5b'], 12)
     """
     return sorted(_models_table())
 

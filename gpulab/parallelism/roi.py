@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .._validate import as_number, check_choice, check_int, finite_answer
 from .chooser import rank_layouts
-from .efficiency import PRECISIONS
+from .efficiency import PRECISIONS, RECIPES
 from .layout import cluster
 from .model import model as model_of
 from .model import model_names
@@ -186,10 +186,11 @@ def roi_cluster(system, nodes):
 
 
 @functools.lru_cache(maxsize=256)
-def _best(model, system, nodes, precision):
+def _best(model, system, nodes, precision, recipe="compiled"):
     """The chooser's best StepTime, or the ValueError saying why nothing fits."""
     r = rank_layouts(model, roi_cluster(system, nodes),
-                     global_batch=ROI_GLOBAL_BATCH, precision=precision, **ROI_SEARCH)
+                     global_batch=ROI_GLOBAL_BATCH, precision=precision, recipe=recipe,
+                     **ROI_SEARCH)
     if r.best is not None:
         return r.best.step
     least = min((x for x in r.invalid if x.step is not None),
@@ -200,12 +201,12 @@ def _best(model, system, nodes, precision):
                       f"{why}; add nodes")
 
 
-def roi_best_step(model, system, nodes, *, precision="bf16"):
+def roi_best_step(model, system, nodes, *, precision="bf16", recipe="compiled"):
     """The fastest layout of ``model`` on ``nodes`` nodes of ``system`` (a StepTime).
 
     :func:`rank_layouts` with the options :data:`ROI_SEARCH` and global batch
     :data:`ROI_GLOBAL_BATCH` on :func:`roi_cluster`; results are cached, since the
-    chooser is deterministic. ``precision``: as in :func:`step_time`.
+    chooser is deterministic. ``precision``, ``recipe``: as in :func:`step_time`.
 
     Raises
     ------
@@ -217,7 +218,8 @@ def roi_best_step(model, system, nodes, *, precision="bf16"):
     if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes not in ROI_NODES:
         raise ValueError(f"nodes must be one of {ROI_NODES}; got {nodes!r}")
     check_choice("precision", precision, PRECISIONS)
-    got = _best(model, system, nodes, precision)
+    check_choice("recipe", recipe, RECIPES)
+    got = _best(model, system, nodes, precision, recipe)
     if isinstance(got, Exception):
         raise ValueError(str(got))
     return got
@@ -225,7 +227,7 @@ def roi_best_step(model, system, nodes, *, precision="bf16"):
 
 @finite_answer
 def roi_comparison(model, nodes, fast, slow, *, price_fast, price_slow,
-                   project_tokens, precision="bf16"):
+                   project_tokens, precision="bf16", recipe="compiled"):
     """NVLink vs PCIe for one training project: both best layouts and the ROI.
 
     Parameters
@@ -242,6 +244,8 @@ def roi_comparison(model, nodes, fast, slow, *, price_fast, price_slow,
         Tokens the project trains on, [1e9, 1e13].
     precision : {"bf16", "fp8"}
         As in :func:`step_time`, on both systems.
+    recipe : {"compiled", "eager"}
+        As in :func:`step_time`.
 
     Returns
     -------
@@ -260,8 +264,8 @@ def roi_comparison(model, nodes, fast, slow, *, price_fast, price_slow,
     """
     check_choice("fast", fast, ROI_FAST_SYSTEMS)
     check_choice("slow", slow, ROI_SLOW_SYSTEMS)
-    sf = roi_best_step(model, fast, nodes, precision=precision)
-    ss = roi_best_step(model, slow, nodes, precision=precision)
+    sf = roi_best_step(model, fast, nodes, precision=precision, recipe=recipe)
+    ss = roi_best_step(model, slow, nodes, precision=precision, recipe=recipe)
     spec = model_of(model)
     roi = nvlink_roi(sf.total, ss.total,
                      tokens_per_step=ROI_GLOBAL_BATCH * spec.seq_len,

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from .._validate import as_number, check_choice, check_int, finite_answer
 from .comm import Communication, comm_parts
-from .efficiency import PRECISIONS, gemm_efficiency, peak_flops, spec_shard_efficiency
+from .efficiency import (PRECISIONS, RECIPES, logits_efficiency, peak_flops,
+                         spec_shard_efficiency)
 from .layout import Layout, as_layout, memory_reason, structural_reasons, as_system
 from .memory import TrainingMemory, check_ep, training_memory
 from .model import RECOMPUTE, default_value, check_flag, flops_parts, check_positive, seq_len_of, as_model, check_zero, assumption, flops_per_step
@@ -132,22 +133,25 @@ def _hidden(t, overlap, budget):
     return min(overlap * t, budget)
 
 
-def compute_efficiency(m, gpu_spec, tp, seq_len, micro_batch, precision, mfu):
+def compute_efficiency(m, gpu_spec, tp, seq_len, micro_batch, precision, mfu,
+                       recipe="compiled"):
     """(layer efficiency, logits efficiency) of one TP shard; ``mfu`` overrides both."""
     if mfu is not None:
         return mfu, mfu
     layer = flops_parts(m, float(seq_len) * micro_batch, seq_len, "none")[0] / m.layers
-    eff = spec_shard_efficiency(m, tp, seq_len, micro_batch, gpu_spec, precision, layer)
-    return eff, gemm_efficiency(m.hidden, m.vocab / tp, gpu_spec, precision)
+    eff = spec_shard_efficiency(m, tp, seq_len, micro_batch, gpu_spec, precision, layer,
+                                recipe)
+    return eff, logits_efficiency(m.hidden, m.vocab / tp, gpu_spec, precision, recipe)
 
 
 def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucket, res,
-          nvls, gb, wb, precision="bf16", ep=1):
+          nvls, gb, wb, precision="bf16", ep=1, recipe="compiled"):
     mb = gbatch // (lay.dp * b)
     n = lay.n_gpus
     tokens = float(gbatch) * s
     peak = peak_flops(s_.gpu_spec, precision)
-    eff, eff_logits = compute_efficiency(m, s_.gpu_spec, lay.tp, s, b, precision, mfu)
+    eff, eff_logits = compute_efficiency(m, s_.gpu_spec, lay.tp, s, b, precision, mfu,
+                                         recipe)
     f_layers, f_logits = flops_parts(m, tokens, s, recompute)
     # the slowest stage sets the pace: the last one also computes the logits
     compute = (f_layers / lay.pp / eff + f_logits / eff_logits) \
@@ -213,7 +217,7 @@ def step_options(system, *, mfu, precision, dp_overlap, tp_overlap, bucket_bytes
 def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None,
               zero=0, sequence_parallel=False, recompute="none", mfu=None,
               dp_overlap=None, tp_overlap=None, bucket_bytes=None, reserve=None,
-              nvls=True, precision="bf16", ep=1):
+              nvls=True, precision="bf16", ep=1, recipe="compiled"):
     r"""Step time, throughput and memory of one layout.
 
     Parameters
@@ -251,9 +255,13 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
         Share of GPU memory kept free, [0, 1) (default 0.10).
     nvls : bool
     precision : {"bf16", "fp8"}
-        Precision of the linear layers; sets the peak (``fp16_dense_flops`` or
-        ``fp8_dense_flops``) and the efficiency curve. ``"fp8"`` is the eager
-        ``torch._scaled_mm`` path we measured, not Transformer Engine.
+        Precision of the transformer layers' linear layers; sets the peak
+        (``fp16_dense_flops`` or ``fp8_dense_flops``) and the efficiency curve. The
+        logits layer stays BF16 under the compiled FP8 recipe.
+    recipe : {"compiled", "eager"}
+        Execution recipe of :func:`layer_efficiency`: ``"compiled"`` (default, what
+        frameworks run: torch.compile, FP8 as torchao float8 training with fused casts)
+        or ``"eager"`` (the naive variant: eager PyTorch, unfused ``_scaled_mm`` casts).
     ep : int
         Expert-parallel degree of a mixture-of-experts model (1: none). It must
         divide the layout's ``dp`` and the number of experts: EP groups are made of
@@ -329,6 +337,7 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     z = check_zero(zero)
     sp = check_flag("sequence_parallel", sequence_parallel)
     check_choice("recompute", recompute, RECOMPUTE)
+    check_choice("recipe", recipe, RECIPES)
     eta, dpo, tpo, bucket, res, nv = step_options(
         s_, mfu=mfu, precision=precision, dp_overlap=dp_overlap, tp_overlap=tp_overlap,
         bucket_bytes=bucket_bytes, reserve=reserve, nvls=nvls)
@@ -338,4 +347,4 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     e = check_ep(m, ep, lay.dp)
     return step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, eta, dpo, tpo, bucket,
                  res, nv, assumption("grad_bytes"), assumption("weight_bytes"), precision,
-                 e)
+                 e, recipe)

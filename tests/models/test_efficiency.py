@@ -43,7 +43,8 @@ def _errors(name, precision):
         h, t, s, b = (int(r[k]) for k in ("hidden", "tp", "seq_len", "micro_batch"))
         measured = float(r["flops_narayanan_fwd_bwd"]) / (
             float(r["fwd_bwd_ms"]) * 1e-3 * _peak(precision))
-        model = par.layer_efficiency(h, int(r["heads"]), t, s, b, precision=precision)
+        model = par.layer_efficiency(h, int(r["heads"]), t, s, b, precision=precision,
+                                     recipe="eager")
         out.append((h / t, s * b, model / measured - 1.0))
     return out
 
