@@ -103,6 +103,13 @@ from .efficiency import (  # noqa: F401
     layer_efficiency,
     stage_compute_time,
 )
+from .fp8 import (  # noqa: F401
+    RECIPE_RUNS,
+    fp8_speedup,
+    fp8_speedup_curve,
+    measured_fp8_speedups,
+    recipe_runs,
+)
 from .step import (  # noqa: F401
     bubble_fraction,
     StepTime,
@@ -171,6 +178,11 @@ __all__ = [
     "RECIPES",
     "layer_efficiency",
     "stage_compute_time",
+    "RECIPE_RUNS",
+    "fp8_speedup",
+    "fp8_speedup_curve",
+    "measured_fp8_speedups",
+    "recipe_runs",
     "bubble_fraction",
     "StepTime",
     "step_time",

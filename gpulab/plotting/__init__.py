@@ -79,6 +79,7 @@ from .parallelism import (  # noqa: F401
     plot_tp_measured,
     plot_step_comparison,
     plot_speedup_slowdown,
+    plot_fp8_speedup,
     plot_roi,
 )
 from .network import (  # noqa: F401
@@ -130,6 +131,7 @@ __all__ = [
     "plot_tp_measured",
     "plot_step_comparison",
     "plot_speedup_slowdown",
+    "plot_fp8_speedup",
     "plot_roi",
     "NETWORK_ALGO_COLORS",
     "plot_scale_out",

@@ -699,6 +699,58 @@ def plot_speedup_slowdown(points=(), *, ax=None):
     return ax
 
 
+def plot_fp8_speedup(curves, points=(), *, ax=None):
+    """BF16 time over FP8 time of one layer shard against its width per GPU.
+
+    Parameters
+    ----------
+    curves : sequence of (label, widths, speedups)
+        Model curves: hidden / TP [elements] and BF16 time / FP8 time, e.g. from
+        :func:`gpulab.parallelism.fp8_speedup`.
+    points : sequence of (label, widths, speedups, held_out), optional
+        Measured points; ``held_out`` (a sequence of bool) draws the shapes the
+        model's fit never saw as open markers.
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    curves, points = list(curves), list(points)
+    if not curves:
+        raise ValueError("curves must hold at least one (label, widths, speedups)")
+    for c in curves:
+        if not (isinstance(c, tuple) and len(c) == 3 and len(c[1]) == len(c[2])):
+            raise ValueError("curves must be (label, widths, speedups) tuples of "
+                             f"equal lengths; got {c!r}"[:200])
+    for p in points:
+        if not (isinstance(p, tuple) and len(p) == 4
+                and len(p[1]) == len(p[2]) == len(p[3])):
+            raise ValueError("points must be (label, widths, speedups, held_out) "
+                             f"tuples of equal lengths; got {p!r}"[:200])
+    ax = new_axes(ax)
+    palette = [COLORS["model"], COLORS["nvlink"], COLORS["comm"], "#7a5195"]
+    for i, (lbl, x, y) in enumerate(curves):
+        ax.plot(x, y, "-", color=palette[i % len(palette)], lw=1.8, label=lbl)
+    markers = ["o", "s", "^", "D"]
+    for i, (lbl, x, y, held) in enumerate(points):
+        x, y, held = np.asarray(x, float), np.asarray(y, float), np.asarray(held, bool)
+        col = palette[i % len(palette)]
+        ax.plot(x[~held], y[~held], markers[i % 4], color=col, ms=6, ls="none",
+                label=f"{lbl} (fit)")
+        if held.any():
+            ax.plot(x[held], y[held], markers[i % 4], mfc="white", mec=col, mew=1.5,
+                    ms=7, ls="none", label=f"{lbl} (held out)")
+    ax.axhline(1.0, color="#888888", lw=1.0, ls=":")
+    ax.text(0.99, 1.0, "FP8 as fast as BF16 ", transform=ax.get_yaxis_transform(),
+            ha="right", va="bottom", fontsize=8, color="#555555")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("Hidden size per GPU, h / TP [elements]")
+    ax.set_ylabel("BF16 time / FP8 time [ratio]")
+    ax.legend(loc="upper left", fontsize=8)
+    return ax
+
+
 def plot_roi(roi, *, labels=("NVLink", "PCIe"), currency="USD", ax=None):
     """Cost and length of one training project on the fast and the slow system.
 

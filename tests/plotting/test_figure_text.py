@@ -989,6 +989,21 @@ def _roi_picks():
             for s in (ROI_FAST, "hgx-h200", ROI_SLOW)}
 
 
+@book("tensor_parallel:fig-tp-fp8", "plot_fp8_speedup")
+def _tp_fp8():
+    fig, ax = plt.subplots(figsize=(7.0, 3.6))
+    pts = par.measured_fp8_speedups()
+    P.plot_fp8_speedup(
+        [("model, TP8, 2048 tokens", *par.fp8_speedup_curve(8, 1)),
+         ("model, TP8, 8192 tokens", *par.fp8_speedup_curve(8, 4)),
+         ("model, eager FP8 variant, TP8, 8192 tokens",
+          *par.fp8_speedup_curve(8, 4, recipe="eager"))],
+        [("measured, 1× H200", [r["width"] for r in pts],
+          [r["measured"] for r in pts], [r["held_out"] for r in pts])], ax=ax)
+    ax.set_ylim(0.3, 1.9)
+    return fig
+
+
 @book("nvlink_roi:fig-roi-speedup", "plot_speedup_slowdown")
 def _roi_speedup():
     return P.plot_speedup_slowdown([("article", 1 / 3.2, 1 / 2.1)]).figure

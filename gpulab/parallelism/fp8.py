@@ -1,0 +1,213 @@
+"""When FP8 pays: the layer-shard model's BF16/FP8 ratio and our recipe runs beside it.
+
+FP8 halves a GEMM's time at the Tensor Cores' peak, but a shard also runs attention,
+norms and activations in BF16, and FP8 adds casts and amax reductions (each weight and
+activation that enters an FP8 GEMM is scaled and cast, every micro-batch). The
+functions here ask the compute model of :mod:`.efficiency` the question "how much faster
+is this shard in FP8?" and list our 1x H200 runs of the same question
+(``data/measurements/raw/h200-x1-2026-12-02-recipes``) with the model's time beside
+each.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import statistics
+
+from .. import specs
+from .._validate import check_choice, check_int
+from .efficiency import (RECIPES, peak_flops, recipe_shard_time,
+                         shard_terms)
+
+__all__ = ["fp8_speedup", "fp8_speedup_curve", "recipe_runs", "measured_fp8_speedups",
+           "RECIPE_RUNS"]
+
+#: Our recipe runs (1x H200 SXM, PyTorch 2.11, torchao 0.18, 2026-12-02).
+RECIPE_RUNS = "measurements/raw/h200-x1-2026-12-02-recipes/layer_recipes.csv"
+
+
+def fp8_speedup(hidden, tp, seq_len, micro_batch, *, gpu="H200", recipe="compiled"):
+    """BF16 time over FP8 time of one TP shard of a GPT layer (> 1: FP8 is faster).
+
+    Parameters
+    ----------
+    hidden : int
+        Hidden size h (a multiple of 128; heads = h / 128, FFN 4h).
+    tp : int
+        Tensor-parallel degree; must divide the heads.
+    seq_len, micro_batch : int
+        Tokens per micro-batch = ``seq_len * micro_batch``.
+    gpu : str
+        A GPU with FP8 Tensor Cores (``"H100"``, ``"H200"``, ``"B200"``).
+    recipe : {"compiled", "eager"}
+        FP8's execution recipe (:func:`gpulab.parallelism.layer_efficiency`); BF16 is
+        the same under both.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> wide = fp8_speedup(16384, 2, 2048, 4)
+    >>> thin = fp8_speedup(4096, 8, 2048, 4)
+    >>> thin < 1 < wide
+    True
+    """
+    h = check_int("hidden", hidden, low=128, high=10**6)
+    if h % 128:
+        raise ValueError(f"hidden must be a multiple of 128 (head dimension); got {h}")
+    t = check_int("tp", tp, low=1, high=h // 128)
+    if (h // 128) % t:
+        raise ValueError(f"tp must divide the {h // 128} heads; got {t}")
+    s = check_int("seq_len", seq_len, low=1, high=10**7)
+    b = check_int("micro_batch", micro_batch, low=1, high=10**5)
+    check_choice("gpu", gpu, specs.gpu_names())
+    check_choice("recipe", recipe, RECIPES)
+    g = specs.gpu(gpu)
+    peak_flops(g, "fp8")
+    terms = shard_terms(h, t, s, b)
+    return recipe_shard_time(terms, g, "bf16", recipe) \
+        / recipe_shard_time(terms, g, "fp8", recipe)
+
+
+#: Hidden sizes per GPU of :func:`fp8_speedup_curve`. [elements]
+CURVE_WIDTHS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+
+
+def fp8_speedup_curve(tp, micro_batch, *, seq_len=2048, gpu="H200", recipe="compiled"):
+    """:func:`fp8_speedup` against the hidden size per GPU, at one TP degree.
+
+    For each width w of :data:`CURVE_WIDTHS` the layer has hidden ``w * tp`` (kept
+    where its heads divide by ``tp`` and it is at least 1024).
+
+    Returns
+    -------
+    (widths, speedups) : tuple of lists
+
+    Examples
+    --------
+    >>> w, s = fp8_speedup_curve(8, 4)
+    >>> w[0], s[-1] > 1 > s[0]
+    (256, True)
+    """
+    t = check_int("tp", tp, low=1, high=1024)
+    check_int("micro_batch", micro_batch, low=1, high=10**5)
+    xs = [w for w in CURVE_WIDTHS if w * t >= 1024 and (w * t // 128) % t == 0]
+    return xs, [fp8_speedup(w * t, t, seq_len, micro_batch, gpu=gpu, recipe=recipe)
+                for w in xs]
+
+
+_RECIPE_NAMES = {"bf16-eager": ("bf16", "eager"), "bf16-compiled": ("bf16", "compiled"),
+                 "fp8-tensorwise": ("fp8", "compiled"),
+                 "fp8-tensorwise-eager": ("fp8", None), "fp8-rowwise": ("fp8", None)}
+
+
+@functools.lru_cache(maxsize=1)
+def _runs():
+    times, meta = {}, {}
+    for r in csv.DictReader(io.StringIO(specs.read_data_text(RECIPE_RUNS))):
+        k = (r["kind"], r["recipe"], int(r["hidden"]), int(r["tp"]), int(r["seq_len"]),
+             int(r["micro_batch"]))
+        times.setdefault(k, []).append(float(r["fwd_bwd_ms"]) * 1e-3)
+        meta[k] = (r["grid"], int(r["ffn_hidden"]), int(r["kv_heads"]))
+    out = []
+    g = specs.gpu("H200")
+    for k in sorted(times):
+        kind, recipe, h, t, s, b = k
+        grid, f, kv = meta[k]
+        precision, model_recipe = _RECIPE_NAMES[recipe]
+        terms = shard_terms(h, t, s, b, qkv_out=h + 2 * kv * 128, ffn_hidden=f,
+                            swiglu=kind == "llama")
+        model = (recipe_shard_time(terms, g, precision, model_recipe)
+                 if model_recipe else None)
+        measured = statistics.median(times[k])
+        out.append({"kind": kind, "recipe": recipe, "precision": precision,
+                    "hidden": h, "tp": t, "seq_len": s, "micro_batch": b,
+                    "tokens": s * b, "grid": grid, "repeats": len(times[k]),
+                    "measured_s": measured, "model_s": model,
+                    "error": None if model is None else model / measured - 1.0})
+    return tuple(out)
+
+
+def recipe_runs(recipe=None, *, kind=None):
+    """Our 1x H200 layer-shard runs under each recipe, with the model's time beside.
+
+    Parameters
+    ----------
+    recipe : str, optional
+        One of ``"bf16-eager"``, ``"bf16-compiled"``, ``"fp8-tensorwise"`` (torchao,
+        compiled: the model's ``recipe="compiled"``), ``"fp8-rowwise"`` and
+        ``"fp8-tensorwise-eager"`` (measured, not modelled: ``model_s`` is None).
+        Default: all.
+    kind : {"gpt", "llama"}, optional
+        Layer kind. Default: both.
+
+    Returns
+    -------
+    list of dict
+        One per shape and recipe: kind, recipe, precision, hidden, tp, seq_len,
+        micro_batch, tokens, grid (``"fit"`` or ``"holdout"``: the compiled-FP8
+        constants were fitted on ``"fit"`` rows only), repeats, measured_s (median of
+        the repeats), model_s and error (model / measured - 1).
+
+    Examples
+    --------
+    >>> held = [r for r in recipe_runs("fp8-tensorwise") if r["grid"] == "holdout"]
+    >>> len(held) >= 4 and all(abs(r["error"]) < 0.1 for r in held)
+    True
+    """
+    if recipe is not None:
+        check_choice("recipe", recipe, tuple(_RECIPE_NAMES))
+    if kind is not None:
+        check_choice("kind", kind, ("gpt", "llama"))
+    return [dict(r) for r in _runs()
+            if (recipe is None or r["recipe"] == recipe)
+            and (kind is None or r["kind"] == kind)]
+
+
+
+
+def measured_fp8_speedups():
+    """Shapes we ran both in BF16 and in compiled FP8: measured and modelled ratio.
+
+    BF16 is the compiled run where there is one, else the eager run (torch.compile
+    leaves a BF16 shard within a few per cent of eager on our runs). The model ratio
+    is :func:`fp8_speedup`'s, for the shard's own layer shapes (GQA and SwiGLU for the
+    Llama layers).
+
+    Returns
+    -------
+    list of dict
+        kind, hidden, tp, tokens, width (hidden / tp), held_out (the FP8 fit never
+        saw the shape), measured (BF16 time / FP8 time), model (the same from the
+        model) and error (model / measured - 1).
+
+    Examples
+    --------
+    >>> rows = measured_fp8_speedups()
+    >>> any(r["measured"] > 1.2 for r in rows) and any(r["measured"] < 0.8 for r in rows)
+    True
+    """
+    runs = recipe_runs()
+    key = lambda r: (r["kind"], r["hidden"], r["tp"], r["seq_len"], r["micro_batch"])  # noqa: E731
+    bf16 = {}
+    for r in runs:
+        if r["recipe"] == "bf16-eager":
+            bf16.setdefault(key(r), r)
+    for r in runs:
+        if r["recipe"] == "bf16-compiled":
+            bf16[key(r)] = r
+    out = []
+    for r in runs:
+        if r["recipe"] != "fp8-tensorwise" or key(r) not in bf16:
+            continue
+        b = bf16[key(r)]
+        measured = b["measured_s"] / r["measured_s"]
+        model = b["model_s"] / r["model_s"]
+        out.append({"kind": r["kind"], "hidden": r["hidden"], "tp": r["tp"],
+                    "tokens": r["tokens"], "width": r["hidden"] // r["tp"],
+                    "held_out": r["grid"] == "holdout", "measured": measured,
+                    "model": model, "error": model / measured - 1.0})
+    return out
