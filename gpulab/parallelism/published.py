@@ -1,0 +1,338 @@
+"""The step-time model beside other teams' published FP8 training throughput.
+
+``data/measurements/public/fp8_training.csv`` holds tokens per second per GPU that
+NVIDIA (NeMo, Megatron-Bridge) and PyTorch (torchtitan) published for LLM
+pre-training with FP8 linear layers on H100, H200 and B200, with the BF16 cells of the
+same tables. The rows were never used to fit the model; here each one is run through
+:func:`step_time` with its own model, GPU count and layout, and the model's throughput
+is set beside the published one.
+
+How a row becomes a call (the choices are ours, stated in each result):
+
+* layout ``TP x PP x DP`` with ``DP = GPUs / (TP x PP x CP)`` and the row's
+  virtual-pipeline size; context parallelism (CP > 1) is not modelled;
+* Megatron practice: sequence parallelism wherever TP > 1, the distributed optimizer
+  (``zero=1``); a row with FSDP is run as ZeRO-3 (``zero=3``);
+* no activation recomputation (``recompute="none"``), whatever the source ran: a
+  ``notes`` entry says where the source recomputes;
+* the system is the 8-GPU preset of the row's GPU (H100: ``dgx-h100``, H200:
+  ``hgx-h200``, B200: ``hgx-b200``), scaled to ``GPUs / 8`` nodes by :func:`cluster`;
+  a machine other than the preset (the H100 96 GB HBM2e of the torchtitan tables,
+  other networks) is modelled as the preset, and ``notes`` says so;
+* ``precision`` from the row; ``recipe`` (``"compiled"``, torch.compile with torchao
+  float8, or ``"eager"``, unfused casts) from the caller. BF16 is the same under both.
+
+Units: tokens per second per GPU; errors are ``model / published - 1``.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import math
+import statistics
+
+from .. import specs, systems
+from .._validate import check_choice
+from .efficiency import RECIPES
+from .layout import Layout, cluster
+from .model import model, model_names
+from .step import step_time
+
+__all__ = ["PUBLISHED_FP8", "published_fp8_rows", "published_fp8_check",
+           "published_fp8_summary"]
+
+#: The published table, a file of ``gpulab/data``.
+PUBLISHED_FP8 = "measurements/public/fp8_training.csv"
+
+_INT_COLUMNS = ("gpus", "seq_len", "global_batch", "micro_batch", "grad_accum", "tp",
+                "pp", "cp", "vp", "ep")
+_FLOAT_COLUMNS = ("tokens_per_s_per_gpu", "tflops_per_gpu")
+_BOOL_COLUMNS = ("fsdp",)
+_REQUIRED = ("source_id", "model", "gpu", "gpus", "precision", "tokens_per_s_per_gpu")
+#: The 8-GPU preset that stands for each GPU of the table.
+_GPU_SYSTEMS = {"H100": "dgx-h100", "H200": "hgx-h200", "B200": "hgx-b200"}
+#: (gpu, system) of the table that are the preset's own machine (no note needed).
+_PRESET_MACHINES = {("H100 SXM5 80GB", "DGX H100"), ("B200", "DGX B200")}
+_GPUS_PER_NODE = 8
+_WITHIN = 0.25
+_COLUMNS = (_REQUIRED + _INT_COLUMNS + _FLOAT_COLUMNS + _BOOL_COLUMNS
+            + ("system", "recipe", "notes", "kind"))
+
+
+def _parse(name, line, value):
+    if value is None or value.strip() == "":
+        return None
+    v = value.strip()
+    try:
+        if name in _INT_COLUMNS:
+            n = int(v)
+        elif name in _FLOAT_COLUMNS:
+            n = float(v)
+        else:
+            n = None
+    except ValueError:
+        n = float("nan")
+    if n is not None:
+        if not n > 0 or not math.isfinite(n):
+            raise ValueError(f"{PUBLISHED_FP8} line {line}: {name} must be a "
+                             f"positive {'integer' if name in _INT_COLUMNS else 'number'}"
+                             f" or empty; got {value!r}")
+        return n
+    if name in _BOOL_COLUMNS:
+        if v.lower() not in ("true", "false"):
+            raise ValueError(f"{PUBLISHED_FP8} line {line}: {name} must be true, false "
+                             f"or empty; got {value!r}")
+        return v.lower() == "true"
+    return v
+
+
+def _text():
+    return specs.read_data_text(PUBLISHED_FP8)
+
+
+@functools.lru_cache(maxsize=4)
+def _rows(text):
+    lines = [(i, ln) for i, ln in enumerate(text.splitlines(), start=1)
+             if ln.strip() and not ln.lstrip().startswith("#")]
+    if not lines:
+        raise ValueError(f"{PUBLISHED_FP8} has no header row")
+    reader = csv.DictReader(io.StringIO("\n".join(ln for _, ln in lines)))
+    missing = [c for c in _COLUMNS if c not in (reader.fieldnames or ())]
+    if missing:
+        raise ValueError(f"{PUBLISHED_FP8}: columns missing from the header: "
+                         f"{', '.join(missing)}")
+    out = []
+    for raw in reader:
+        line = lines[reader.line_num - 1][0]
+        if None in raw or any(v is None for v in raw.values()):
+            raise ValueError(f"{PUBLISHED_FP8} line {line}: wrong number of fields")
+        if raw.get("kind") != "published":
+            raise ValueError(f"{PUBLISHED_FP8} line {line}: kind must be 'published'; "
+                             f"got {raw.get('kind')!r}")
+        row = {k: _parse(k, line, v) for k, v in raw.items()}
+        for key in _REQUIRED:
+            if row.get(key) is None:
+                raise ValueError(f"{PUBLISHED_FP8} line {line}: {key} is required")
+        if row["precision"] not in ("bf16", "fp8"):
+            raise ValueError(f"{PUBLISHED_FP8} line {line}: precision must be 'bf16' or "
+                             f"'fp8'; got {row['precision']!r}")
+        out.append(row)
+    return tuple(out)
+
+
+def published_fp8_rows():
+    """The published FP8 (and same-table BF16) training throughput rows.
+
+    Returns
+    -------
+    list of dict
+        One per data row of ``data/measurements/public/fp8_training.csv``, keyed by
+        its columns. ``gpus``, ``seq_len``, ``global_batch``, ``micro_batch``,
+        ``grad_accum``, ``tp``, ``pp``, ``cp``, ``vp`` and ``ep`` are ``int``;
+        ``tokens_per_s_per_gpu`` and ``tflops_per_gpu`` ``float``; ``fsdp`` ``bool``;
+        an empty field is ``None``; the rest are strings.
+
+    Raises
+    ------
+    ValueError
+        If a row is malformed or its kind is not ``published``.
+
+    Examples
+    --------
+    >>> rows = published_fp8_rows()
+    >>> r = rows[0]
+    >>> r["source_id"], r["model"], r["gpus"], r["precision"], r["tokens_per_s_per_gpu"]
+    ('nemo-24.07-h100', 'gpt3-5b', 64, 'fp8', 23406.0)
+    >>> {r["kind"] for r in rows}
+    {'published'}
+    """
+    return [dict(r) for r in _rows(_text())]
+
+
+def _layout_text(tp, pp, cp, dp, vp, fsdp):
+    parts = [f"TP{tp}", f"PP{pp}"]
+    if cp > 1:
+        parts.append(f"CP{cp}")
+    parts.append(f"DP{dp}" if dp is not None else "DP?")
+    if vp > 1:
+        parts.append(f"v{vp}")
+    if fsdp:
+        parts.append("FSDP")
+    return " ".join(parts)
+
+
+def _system_for(gpu_text, gpus):
+    """(preset name, system) for a row, or raise ValueError with the reason."""
+    name = (gpu_text or "").split(" ")[0]
+    preset = _GPU_SYSTEMS.get(name)
+    if preset is None:
+        raise ValueError(f"no system preset for GPU {gpu_text!r}")
+    base = systems.get(preset)
+    if base.gpu != name or base.n_gpus != _GPUS_PER_NODE:
+        raise ValueError(f"preset {preset!r} is not an 8x {name} node")
+    if gpus < _GPUS_PER_NODE or gpus % _GPUS_PER_NODE:
+        raise ValueError(f"{gpus} GPUs is not a whole number of {_GPUS_PER_NODE}-GPU "
+                         f"{preset} nodes")
+    return preset, cluster(preset, gpus // _GPUS_PER_NODE)
+
+
+def _check_row(r, recipe):
+    tp, pp = r["tp"] or 1, r["pp"] or 1
+    cp, vp = r["cp"] or 1, r["vp"] or 1
+    fsdp = bool(r["fsdp"])
+    gpus = r["gpus"]
+    group = tp * pp * cp
+    dp = gpus // group if gpus and gpus % group == 0 else None
+    out = {"source_id": r["source_id"], "model": r["model"], "gpu": r["gpu"],
+           "gpus": gpus, "precision": r["precision"], "source_recipe": r["recipe"],
+           "layout": _layout_text(tp, pp, cp, dp, vp, fsdp), "system": None,
+           "seq_len": r["seq_len"], "global_batch": r["global_batch"],
+           "micro_batch": r["micro_batch"] or 1, "zero": 3 if fsdp else 1,
+           "published_tokens_per_s_per_gpu": r["tokens_per_s_per_gpu"],
+           "model_tokens_per_s_per_gpu": None, "step_s": None, "mfu": None,
+           "error": None, "fits": None, "reason": None, "notes": []}
+    notes = out["notes"]
+    try:
+        if r["model"] not in model_names():
+            raise ValueError(f"no model preset {r['model']!r}")
+        if cp > 1:
+            raise ValueError(f"context parallelism (CP{cp}) is not modelled")
+        if r["global_batch"] is None:
+            raise ValueError("the source gives no global batch")
+        if dp is None:
+            raise ValueError(f"TP{tp} x PP{pp} x CP{cp} does not divide {gpus} GPUs")
+        preset, system = _system_for(r["gpu"], gpus)
+        out["system"] = system.name
+        if (r["gpu"], r["system"]) not in _PRESET_MACHINES:
+            notes.append(f"{r['gpu']} in {r['system']} modelled as the {preset} preset "
+                         f"({system.gpu_spec.memory_bytes / 1e9:.0f} GB {system.gpu})")
+        if r["seq_len"] is None:
+            out["seq_len"] = model(r["model"]).seq_len
+            notes.append(f"sequence length not published: the preset's default "
+                         f"{out['seq_len']} used")
+        if fsdp:
+            notes.append("FSDP modelled as ZeRO-3")
+        src = (r["notes"] or "").lower()
+        if "activation checkpointing" in src or "recomput" in src:
+            notes.append("the source recomputes activations; modelled without "
+                         "recomputation")
+        st = step_time(r["model"], system, Layout(tp, pp, dp, vp),
+                       global_batch=r["global_batch"], micro_batch=out["micro_batch"],
+                       seq_len=out["seq_len"], zero=out["zero"], sequence_parallel=tp > 1,
+                       recompute="none", precision=r["precision"], recipe=recipe)
+    except ValueError as exc:
+        out["reason"] = str(exc)
+        return out
+    model_tps = st.tokens_per_s / gpus
+    out.update(model_tokens_per_s_per_gpu=model_tps, step_s=st.total, mfu=st.mfu,
+               error=model_tps / r["tokens_per_s_per_gpu"] - 1.0, fits=st.fits)
+    notes.extend(st.notes)
+    return out
+
+
+@functools.lru_cache(maxsize=4 * len(RECIPES))
+def _check(text, recipe):
+    return tuple(_check_row(r, recipe) for r in _rows(text))
+
+
+def published_fp8_check(recipe="compiled"):
+    """Each published row beside the step-time model's throughput for it.
+
+    Parameters
+    ----------
+    recipe : {"compiled", "eager"}
+        FP8 execution recipe of :func:`step_time` (``"compiled"``: torch.compile and
+        torchao float8 as frameworks run it; ``"eager"``: the naive model, unfused
+        casts). BF16 rows are the same under both.
+
+    Returns
+    -------
+    list of dict
+        One per row of :func:`published_fp8_rows`, in its order: ``source_id``,
+        ``model``, ``gpu``, ``gpus``, ``precision``, ``source_recipe`` (the source's
+        words), ``layout`` (e.g. ``"TP4 PP8 DP16 v6"``, with ``CP`` and ``FSDP`` where
+        the source uses them), ``system`` (the preset cluster), ``seq_len``,
+        ``global_batch``, ``micro_batch``, ``zero``,
+        ``published_tokens_per_s_per_gpu``, ``model_tokens_per_s_per_gpu`` (the
+        step's tokens / step time / GPUs), ``step_s``, ``mfu``, ``error``
+        (model / published - 1), ``fits`` (the layout's memory fits the preset's GPU;
+        the time is reported either way), ``reason`` (None, or why the row is not
+        predicted: then the model fields are None) and ``notes`` (list of str:
+        every choice that departs from the source, and the model's own notes).
+
+    Raises
+    ------
+    ValueError
+        If ``recipe`` is not one of ``"compiled"``, ``"eager"``.
+
+    Examples
+    --------
+    >>> rows = published_fp8_check()
+    >>> r = rows[2]
+    >>> r["model"], r["gpus"], r["layout"], r["system"]
+    ('gpt3-175b', 128, 'TP4 PP8 DP4 v6', 'dgx-h100 x16 nodes')
+    >>> r["reason"] is None and r["error"] > -1
+    True
+    >>> [r["reason"] for r in rows if r["layout"] == "TP1 PP1 CP2 DP4"]
+    ['context parallelism (CP2) is not modelled']
+    """
+    check_choice("recipe", recipe, RECIPES)
+    out = []
+    for r in _check(_text(), recipe):
+        d = dict(r)
+        d["notes"] = list(r["notes"])
+        out.append(d)
+    return out
+
+
+def _stats(rows):
+    errs = [r["error"] for r in rows if r["error"] is not None]
+    base = {"rows": len(rows), "predicted": len(errs),
+            "not_fitting": sum(1 for r in rows if r["fits"] is False)}
+    if not errs:
+        return dict(base, median_error=None, mean_abs_error=None, within_25=None)
+    return dict(base, median_error=statistics.median(errs),
+                mean_abs_error=math.fsum(abs(e) for e in errs) / len(errs),
+                within_25=sum(1 for e in errs if abs(e) <= _WITHIN) / len(errs))
+
+
+def published_fp8_summary(recipe="compiled"):
+    """Error of the step-time model on the published rows, per source and overall.
+
+    Parameters
+    ----------
+    recipe : {"compiled", "eager"}
+        As in :func:`published_fp8_check`.
+
+    Returns
+    -------
+    dict
+        ``{"overall": stats, "by_source": {source_id: stats}}`` where ``stats`` is a
+        dict: ``rows`` (published rows), ``predicted`` (rows with an error),
+        ``not_fitting`` (predicted rows whose memory does not fit the preset's GPU,
+        counted among ``predicted``), ``median_error``, ``mean_abs_error`` and
+        ``within_25`` (share of predicted rows with ``|error| <= 0.25``); the last
+        three are None where nothing is predicted.
+
+    Raises
+    ------
+    ValueError
+        If ``recipe`` is not one of ``"compiled"``, ``"eager"``.
+
+    Examples
+    --------
+    >>> s = published_fp8_summary()
+    >>> sorted(s), s["overall"]["rows"] == len(published_fp8_rows())
+    (['by_source', 'overall'], True)
+    >>> 0 < s["overall"]["predicted"] < s["overall"]["rows"]
+    True
+    >>> 0 <= s["overall"]["within_25"] <= 1
+    True
+    """
+    rows = published_fp8_check(recipe)
+    by = {}
+    for r in rows:
+        by.setdefault(r["source_id"], []).append(r)
+    return {"overall": _stats(rows),
+            "by_source": {k: _stats(v) for k, v in by.items()}}

@@ -1,0 +1,241 @@
+"""The step-time model beside published FP8 training throughput (other teams' tables).
+
+No accuracy target is asserted: the published rows are a check of the model, never a fit.
+What is checked: the parser reads every row as published; every row gets either an error
+or a reason; the model's tokens/s per GPU is the step's tokens over its time and GPUs;
+compiled FP8 is never slower than eager FP8 (BF16 the same under both); the summary
+counts what the check returns; bad inputs are refused by name.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+import pytest
+
+from gpulab import parallelism as par
+from gpulab import specs
+from gpulab.parallelism import published as pub
+
+DATA = "measurements/public/fp8_training.csv"
+RECIPES = ("compiled", "eager")
+
+
+def _data_lines():
+    text = specs.read_data_text(DATA)
+    return [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+@pytest.fixture(scope="module")
+def checks():
+    return {rec: pub.published_fp8_check(rec) for rec in RECIPES}
+
+
+# --- the parser ----------------------------------------------------------------------
+def test_parser_returns_every_row_as_published():
+    rows = pub.published_fp8_rows()
+    raw = list(csv.DictReader(io.StringIO("\n".join(_data_lines()))))
+    assert len(rows) == len(raw) > 0
+    assert {r["kind"] for r in rows} == {"published"}
+    assert [r["source_id"] for r in rows] == [r["source_id"] for r in raw]
+    for r, s in zip(rows, raw):
+        assert isinstance(r["gpus"], int) and r["gpus"] == int(s["gpus"])
+        assert isinstance(r["tokens_per_s_per_gpu"], float)
+        assert r["tokens_per_s_per_gpu"] == float(s["tokens_per_s_per_gpu"])
+        for key in ("seq_len", "global_batch", "micro_batch", "tp", "pp", "cp", "vp",
+                    "ep", "grad_accum"):
+            assert (r[key] is None) == (s[key] == "")
+            assert r[key] is None or isinstance(r[key], int)
+        assert r["fsdp"] in (None, True, False)
+        assert (r["fsdp"] is None) == (s["fsdp"] == "")
+
+
+def test_parser_returns_copies():
+    rows = pub.published_fp8_rows()
+    rows[0]["gpus"] = -1
+    assert pub.published_fp8_rows()[0]["gpus"] != -1
+
+
+HEADER = _data_lines()[0]
+
+
+def _row(**over):
+    base = dict.fromkeys(HEADER.split(","), "")
+    base.update(source_id="t", model="llama3-8b", gpu="H100 SXM5 80GB",
+                system="DGX H100", gpus="8", precision="fp8", recipe="x",
+                seq_len="8192", global_batch="16", micro_batch="1", tp="1", pp="1",
+                cp="1", tokens_per_s_per_gpu="1000", kind="published")
+    base.update(over)
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(base[k] for k in HEADER.split(","))
+    return buf.getvalue().strip()
+
+
+def _with_table(monkeypatch, *rows):
+    text = "# a comment\n" + HEADER + "\n" + "\n".join(rows) + "\n"
+    real = specs.read_data_text
+    monkeypatch.setattr(specs, "read_data_text",
+                        lambda name: text if name == DATA else real(name))
+
+
+@pytest.mark.parametrize("over, match", [
+    ({"kind": "measured"}, "kind"),
+    ({"gpus": "eight"}, "gpus"),
+    ({"tp": "0"}, "tp"),
+    ({"tokens_per_s_per_gpu": "nan"}, "tokens_per_s_per_gpu"),
+    ({"tokens_per_s_per_gpu": ""}, "tokens_per_s_per_gpu"),
+    ({"fsdp": "yes"}, "fsdp"),
+    ({"precision": "fp4"}, "precision"),
+])
+def test_parser_refuses_bad_rows(monkeypatch, over, match):
+    _with_table(monkeypatch, _row(**over))
+    with pytest.raises(ValueError, match=match):
+        pub.published_fp8_rows()
+
+
+def test_parser_refuses_a_missing_column(monkeypatch):
+    text = HEADER.replace(",fsdp", "") + "\n"
+    monkeypatch.setattr(specs, "read_data_text", lambda name: text)
+    with pytest.raises(ValueError, match="fsdp"):
+        pub.published_fp8_rows()
+
+
+# --- the check ------------------------------------------------------------------------
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_every_row_has_an_error_or_a_reason(checks, recipe):
+    out = checks[recipe]
+    assert len(out) == len(pub.published_fp8_rows())
+    for r in out:
+        assert (r["error"] is None) != (r["reason"] is None), r
+        if r["reason"] is None:
+            assert r["model_tokens_per_s_per_gpu"] > 0 and r["fits"] in (True, False)
+        else:
+            assert isinstance(r["reason"], str) and r["reason"]
+            assert r["model_tokens_per_s_per_gpu"] is None and r["fits"] is None
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_errors_are_finite_and_model_over_published(checks, recipe):
+    predicted = [r for r in checks[recipe] if r["error"] is not None]
+    assert predicted
+    for r in predicted:
+        assert math.isfinite(r["error"]) and r["error"] > -1
+        assert r["error"] == pytest.approx(
+            r["model_tokens_per_s_per_gpu"] / r["published_tokens_per_s_per_gpu"] - 1,
+            rel=1e-12, abs=1e-12)
+
+
+def test_model_throughput_is_tokens_over_step_time(checks):
+    """Analytic: tokens/s/GPU = global_batch * seq_len / step time / GPUs, with the step
+    time recomputed here from the row's own layout."""
+    rows = pub.published_fp8_rows()
+    i = next(k for k, r in enumerate(checks["compiled"])
+             if r["reason"] is None and rows[k]["pp"] > 1 and rows[k]["vp"] > 1)
+    row, got = rows[i], checks["compiled"][i]
+    tp, pp, vp = row["tp"], row["pp"], row["vp"]
+    dp = row["gpus"] // (tp * pp)
+    st = par.step_time(row["model"], par.cluster("dgx-h100", row["gpus"] // 8),
+                       (tp, pp, dp, vp), global_batch=row["global_batch"],
+                       micro_batch=row["micro_batch"], seq_len=row["seq_len"], zero=1,
+                       sequence_parallel=tp > 1, recompute="none", precision="fp8",
+                       recipe="compiled")
+    expect = row["global_batch"] * row["seq_len"] / st.total / row["gpus"]
+    assert got["step_s"] == pytest.approx(st.total, rel=1e-12)
+    assert got["model_tokens_per_s_per_gpu"] == pytest.approx(expect, rel=1e-12)
+    assert got["layout"] == f"TP{tp} PP{pp} DP{dp} v{vp}"
+    # and for every predicted row, against its own step time
+    for r in checks["compiled"]:
+        if r["reason"] is None:
+            assert r["model_tokens_per_s_per_gpu"] == pytest.approx(
+                r["global_batch"] * r["seq_len"] / r["step_s"] / r["gpus"], rel=1e-12)
+
+
+def test_compiled_is_at_least_as_fast_as_eager(checks):
+    pairs = list(zip(checks["eager"], checks["compiled"]))
+    fp8 = [(b, a) for b, a in pairs if a["precision"] == "fp8" and a["reason"] is None]
+    assert fp8
+    for before, after in fp8:
+        assert after["model_tokens_per_s_per_gpu"] >= \
+            before["model_tokens_per_s_per_gpu"] * (1 - 1e-12), after
+    for before, after in pairs:
+        if after["precision"] == "bf16":
+            assert after["model_tokens_per_s_per_gpu"] == \
+                before["model_tokens_per_s_per_gpu"]
+
+
+def test_reasons_name_what_is_not_modelled(checks):
+    rows = pub.published_fp8_rows()
+    for row, r in zip(rows, checks["compiled"]):
+        if (row["cp"] or 1) > 1:
+            assert "context parallelism" in r["reason"]
+        elif row["global_batch"] is None:
+            assert "global batch" in r["reason"]
+        if row["fsdp"]:
+            assert r["zero"] == 3
+        else:
+            assert r["zero"] == 1
+
+
+def test_rows_without_a_preset_get_reasons(monkeypatch):
+    _with_table(monkeypatch,
+                _row(gpu="A100 SXM4 80GB"),
+                _row(gpus="4", global_batch="8"),
+                _row(gpus="12", global_batch="12"),
+                _row(model="no-such-model"),
+                _row(tp="3", gpus="8"),
+                _row(fsdp="true", seq_len="", global_batch="16", micro_batch="2"),
+                _row(tp="2", pp="2", vp="3", gpus="8"))
+    out = pub.published_fp8_check()
+    assert "no system preset" in out[0]["reason"]
+    assert "8-GPU" in out[1]["reason"] and "8-GPU" in out[2]["reason"]
+    assert "no model preset" in out[3]["reason"]
+    assert "does not divide" in out[4]["reason"]
+    ok = out[5]
+    assert ok["reason"] is None and ok["zero"] == 3 and ok["layout"] == "TP1 PP1 DP8 FSDP"
+    assert ok["seq_len"] == par.model("llama3-8b").seq_len
+    assert any("sequence length not published" in n for n in ok["notes"])
+    assert "cannot run" in out[6]["reason"]       # step_time's own ValueError
+
+
+def test_check_returns_copies(checks):
+    out = pub.published_fp8_check()
+    out[0]["notes"].append("x")
+    out[0]["error"] = 99.0
+    again = pub.published_fp8_check()
+    assert "x" not in again[0]["notes"] and again[0]["error"] != 99.0
+
+
+# --- the summary ------------------------------------------------------------------------
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_summary_counts_what_the_check_returns(checks, recipe):
+    s = pub.published_fp8_summary(recipe)
+    out = checks[recipe]
+    errs = [r["error"] for r in out if r["error"] is not None]
+    assert s["overall"]["rows"] == len(out)
+    assert s["overall"]["predicted"] == len(errs)
+    assert set(s["by_source"]) == {r["source_id"] for r in out}
+    assert sum(v["predicted"] for v in s["by_source"].values()) == len(errs)
+    assert s["overall"]["mean_abs_error"] == pytest.approx(
+        sum(abs(e) for e in errs) / len(errs))
+    assert s["overall"]["within_25"] == pytest.approx(
+        sum(abs(e) <= 0.25 for e in errs) / len(errs))
+    for v in s["by_source"].values():
+        if v["predicted"]:
+            assert 0 <= v["within_25"] <= 1 and v["mean_abs_error"] >= 0
+            assert math.isfinite(v["median_error"])
+        else:
+            assert v["median_error"] is None and v["within_25"] is None
+
+
+# --- bad input ---------------------------------------------------------------------------
+@pytest.mark.parametrize("bad", ["fast", "", None, 1, "Compiled"])
+@pytest.mark.parametrize("func", [pub.published_fp8_check, pub.published_fp8_summary])
+def test_bad_recipe_is_refused_by_name(func, bad):
+    with pytest.raises(ValueError, match="recipe"):
+        func(bad)
+
+
+def test_public_names():
+    assert set(pub.__all__) == {"PUBLISHED_FP8", "published_fp8_rows",
+                                "published_fp8_check", "published_fp8_summary"}
