@@ -140,6 +140,12 @@ from .roi import (  # noqa: F401
     roi_best_step,
     roi_comparison,
 )
+from .published import (  # noqa: F401
+    PUBLISHED_FP8,
+    published_fp8_rows,
+    published_fp8_check,
+    published_fp8_summary,
+)
 
 __all__ = [
     "RECOMPUTE",
@@ -205,4 +211,8 @@ __all__ = [
     "roi_cluster",
     "roi_best_step",
     "roi_comparison",
+    "PUBLISHED_FP8",
+    "published_fp8_rows",
+    "published_fp8_check",
+    "published_fp8_summary",
 ]

@@ -13,8 +13,12 @@ How a row becomes a call (the choices are ours, stated in each result):
   virtual-pipeline size; context parallelism (CP > 1) is not modelled;
 * Megatron practice: sequence parallelism wherever TP > 1, the distributed optimizer
   (``zero=1``); a row with FSDP is run as ZeRO-3 (``zero=3``);
-* no activation recomputation (``recompute="none"``), whatever the source ran: a
-  ``notes`` entry says where the source recomputes;
+* activation recomputation as the source ran it: ``"full"`` where its notes say full
+  activation checkpointing, ``"selective"`` where they say selective (torchtitan's
+  per-op selective checkpointing is not Megatron's, a ``notes`` entry says so), else
+  ``"none"``; whether the layout fits is judged with the attention scores left out of
+  memory (``recompute="selective"``'s memory where the row runs none), since every
+  one of these frameworks runs flash attention, which never stores them;
 * the system is the 8-GPU preset of the row's GPU (H100: ``dgx-h100``, H200:
   ``hgx-h200``, B200: ``hgx-b200``), scaled to ``GPUs / 8`` nodes by :func:`cluster`;
   a machine other than the preset (the H100 96 GB HBM2e of the torchtitan tables,
@@ -191,7 +195,8 @@ def _check_row(r, recipe):
            "micro_batch": r["micro_batch"] or 1, "zero": 3 if fsdp else 1,
            "published_tokens_per_s_per_gpu": r["tokens_per_s_per_gpu"],
            "model_tokens_per_s_per_gpu": None, "step_s": None, "mfu": None,
-           "error": None, "fits": None, "reason": None, "notes": []}
+           "error": None, "fits": None, "reason": None, "recompute": None,
+           "notes": []}
     notes = out["notes"]
     try:
         if r["model"] not in model_names():
@@ -214,19 +219,27 @@ def _check_row(r, recipe):
         if fsdp:
             notes.append("FSDP modelled as ZeRO-3")
         src = (r["notes"] or "").lower()
-        if "activation checkpointing" in src or "recomput" in src:
-            notes.append("the source recomputes activations; modelled without "
-                         "recomputation")
-        st = step_time(r["model"], system, Layout(tp, pp, dp, vp),
-                       global_batch=r["global_batch"], micro_batch=out["micro_batch"],
-                       seq_len=out["seq_len"], zero=out["zero"], sequence_parallel=tp > 1,
-                       recompute="none", precision=r["precision"], recipe=recipe)
+        recompute = "none"
+        if "full activation checkpointing" in src:
+            recompute = "full"
+        elif "selective" in src and "checkpointing" in src:
+            recompute = "selective"
+            notes.append("the source's per-op selective checkpointing modelled as "
+                         "Megatron's selective recomputation")
+        out["recompute"] = recompute
+        kw = dict(global_batch=r["global_batch"], micro_batch=out["micro_batch"],
+                  seq_len=out["seq_len"], zero=out["zero"], sequence_parallel=tp > 1,
+                  precision=r["precision"], recipe=recipe)
+        lay = Layout(tp, pp, dp, vp)
+        st = step_time(r["model"], system, lay, recompute=recompute, **kw)
+        fits = st.fits if recompute != "none" else step_time(
+            r["model"], system, lay, recompute="selective", **kw).fits
     except ValueError as exc:
         out["reason"] = str(exc)
         return out
     model_tps = st.tokens_per_s / gpus
     out.update(model_tokens_per_s_per_gpu=model_tps, step_s=st.total, mfu=st.mfu,
-               error=model_tps / r["tokens_per_s_per_gpu"] - 1.0, fits=st.fits)
+               error=model_tps / r["tokens_per_s_per_gpu"] - 1.0, fits=fits)
     notes.extend(st.notes)
     return out
 
