@@ -30,6 +30,9 @@ LAYOUT_CHOICES = tuple((t, p, 8 // (t * p)) for t in (1, 2, 4, 8) for p in (1, 2
 TP_MODELS = ("13b", "llama3-8b", "70b", "llama3-70b")
 TP_CHART_SEQ_LENS = (2048, 4096, 8192, 32768)
 TP_CHART_DEGREES = (1, 2, 4, 8)
+#: Precisions of the TP chart (FP8: torchao float8 training under torch.compile, the
+#: model's compiled recipe, logits in BF16).
+TP_CHART_PRECISIONS = ("bf16", "fp8")
 #: Grid of the ROI chart: nodes, NVLink systems, NVLink price [USD per GPU-hour],
 #: project sizes [tokens].
 ROI_PRICES = tuple(np.round(np.arange(2.0, 4.01, 0.25), 2).tolist())
@@ -162,32 +165,43 @@ def layout_chart(model="13b", layout=(2, 2, 2), global_batch=64, *, system="dgx-
                        f"{micro_batch}, ZeRO-{zero}, no recomputation"))
 
 
-def tp_chart(model="13b", tp=4, seq_len=4096, *, system="hgx-h200", micro_batch=1):
+def tp_chart(model="13b", tp=4, seq_len=4096, *, precision="bf16", system="hgx-h200",
+             micro_batch=1):
     """Per-layer compute against TP communication for every usable TP degree, one
     degree detailed. Precomputed by :func:`gpulab.parallelism.tp_degree_rows` for
-    :data:`TP_MODELS`, :data:`TP_CHART_SEQ_LENS` and sequence parallelism off/on on
-    ``system``; the summary for each of :data:`TP_CHART_DEGREES`."""
+    :data:`TP_MODELS`, :data:`TP_CHART_SEQ_LENS`, sequence parallelism off/on and
+    :data:`TP_CHART_PRECISIONS` on ``system``; the summary for each of
+    :data:`TP_CHART_DEGREES`. On a GPU without FP8 the FP8 points carry the model's
+    refusal and no bars."""
     controls = (
         Control("model", "Model", TP_MODELS, model),
         Control("seq_len", "Sequence length", TP_CHART_SEQ_LENS, seq_len),
         Control("sp", "--sequence-parallel", ("off", "on"), "off", kind="radio"),
+        Control("precision", "Precision", TP_CHART_PRECISIONS, precision,
+                labels=tuple(p.upper() for p in TP_CHART_PRECISIONS), kind="radio"),
         Control("tp", "Detail TP", TP_CHART_DEGREES, tp, kind="radio"),
     )
     cap = systems.get(system).gpu_spec.memory_bytes / units.GB
 
     @functools.lru_cache(maxsize=None)
-    def degrees(model, seq_len, sp):
-        return parallelism.tp_degree_rows(model, system, seq_len=seq_len,
-                                          micro_batch=micro_batch,
-                                          sequence_parallel=sp == "on")
+    def degrees(model, seq_len, sp, precision):
+        try:
+            return parallelism.tp_degree_rows(model, system, seq_len=seq_len,
+                                              micro_batch=micro_batch,
+                                              sequence_parallel=sp == "on",
+                                              precision=precision)
+        except ValueError as exc:
+            return exc
 
-    def point(model, seq_len, sp, tp):
-        rows, steps, skipped = degrees(model, seq_len, sp)
-        out = []
-        for (label, comp, _comm, expo, _note), t in zip(rows, steps):
-            out.append({"degree": label, "part": "compute", "order": 0, "ms": comp * 1e3})
-            out.append({"degree": label, "part": "exposed TP communication",
-                        "order": 1, "ms": expo * 1e3})
+    def point(model, seq_len, sp, precision, tp):
+        got = degrees(model, seq_len, sp, precision)
+        if isinstance(got, ValueError):
+            return [], f"{model} on {system} in {precision.upper()}: {got}.\n \n "
+        rows, steps, skipped = got
+        # one row per degree, both parts [ms] (the plot folds them into bars: half
+        # the rows of one per part, the page stays light)
+        out = [{"degree": label, "compute": comp * 1e3, "exposed": expo * 1e3}
+               for label, comp, _comm, expo, _note in rows]
         if tp not in steps:
             why = skipped.get(tp, "not a usable degree here")
             return out, f"TP{tp} for {model}: {why}.\n \n "
@@ -195,9 +209,9 @@ def tp_chart(model="13b", tp=4, seq_len=4096, *, system="hgx-h200", micro_batch=
         label, comp, comm, expo, _ = rows[list(steps).index(tp)]
         fits = [t for t, x in steps.items() if x.fits]
         best = max(fits, key=lambda t: steps[t].tokens_per_s) if fits else None
-        text = (f"{model} on {system}, {label}: per layer and micro-batch "
-                f"{units.fmt_time(comp)} of compute, {units.fmt_time(comm)} of TP "
-                f"communication, {units.fmt_time(expo)} exposed "
+        text = (f"{model} on {system} in {precision.upper()}, {label}: per layer and "
+                f"micro-batch {units.fmt_time(comp)} of compute, {units.fmt_time(comm)} "
+                f"of TP communication, {units.fmt_time(expo)} exposed "
                 f"({expo / (comp + expo):.0%} of the layer's time).\n"
                 f"Memory per GPU {st.memory.total / units.GB:.0f} GB of {cap:.0f} GB: "
                 + ("fits" if st.fits else "does not fit")
@@ -208,7 +222,11 @@ def tp_chart(model="13b", tp=4, seq_len=4096, *, system="hgx-h200", micro_batch=
         return out, text
 
     def plot(base):
-        return base.mark_bar().encode(
+        first = "datum.part_key === 'compute'"
+        return base.transform_fold(["compute", "exposed"], as_=["part_key", "ms"]) \
+            .transform_calculate(
+                part=f"{first} ? 'compute' : 'exposed TP communication'",
+                order=f"{first} ? 0 : 1").mark_bar().encode(
             y=alt.Y("degree:N", sort=None, title=None),
             x=alt.X("sum(ms):Q", title="Per layer and micro-batch [ms]"),
             color=alt.Color("part:N", title=None, legend=alt.Legend(orient="bottom")),
@@ -216,8 +234,10 @@ def tp_chart(model="13b", tp=4, seq_len=4096, *, system="hgx-h200", micro_batch=
             tooltip=["degree:N", "part:N", alt.Tooltip("ms:Q", format=".3g")])
 
     return build("tp", "Tensor-parallel degree: compute against exposed communication",
-                 controls, point, plot, rows_by=("model", "seq_len", "sp"), height=160,
-                 note=f"{system}, micro-batch {micro_batch}, no --tp-comm-overlap")
+                 controls, point, plot, rows_by=("model", "seq_len", "sp", "precision"),
+                 height=160,
+                 note=f"{system}, micro-batch {micro_batch}, no --tp-comm-overlap; FP8 "
+                      "as torchao float8 training under torch.compile, logits in BF16")
 
 
 def roi_chart(model="70b", nodes=8, fast="dgx-h100", *, slow="h100-pcie",

@@ -280,9 +280,18 @@ def layout_explorer(model="13b", system="dgx-h100", tp=2, pp=2, dp=2, *, zero=1,
 TP_SEQ_LENS = (1024, 2048, 4096, 8192, 16384, 32768)
 
 
+#: Precisions of the TP explorer: (label, value) of each button and its tooltip. FP8
+#: is the recipe frameworks run (torchao float8 training under torch.compile; the
+#: model's ``recipe="compiled"``), the logits layer staying in BF16.
+TP_PRECISIONS = (("BF16", "bf16"), ("FP8", "fp8"))
+_TP_PRECISION_TIPS = ("BF16 mixed precision",
+                      "FP8 GEMMs as torchao float8 training runs them under "
+                      "torch.compile (logits in BF16)")
+
+
 class _TPExplorer(Explorer):
     def __init__(self, model, system, tp, seq_len, micro_batch, sequence_parallel,
-                 tp_overlap):
+                 tp_overlap, precision):
         style = {"description_width": "initial"}
         controls = {
             "model": W.Dropdown(options=parallelism.model_names(), value=model,
@@ -302,23 +311,38 @@ class _TPExplorer(Explorer):
             "tp_overlap": W.FloatSlider(value=tp_overlap, min=0.0, max=1.0, step=0.1,
                                         description="--tp-comm-overlap hides",
                                         readout_format=".0%", style=style),
+            "precision": W.ToggleButtons(options=list(TP_PRECISIONS), value=precision,
+                                         description="Precision",
+                                         tooltips=list(_TP_PRECISION_TIPS),
+                                         style={**style, "button_width": "60px"}),
         }
-        super().__init__(controls, PNGView(figsize=(7.0, 3.4)))
-        self.view.fig.subplots_adjust(left=0.16, right=0.98, top=0.97, bottom=0.15)
         self.rows = []
         self.highlighted = None
+        self.shown = None       # the setting the figure shows (None: nothing drawn)
+        super().__init__(controls, PNGView(figsize=(7.0, 3.4)))
+        self.view.fig.subplots_adjust(left=0.16, right=0.98, top=0.97, bottom=0.15)
         self.update()
 
     def _rows(self):
         c = self.controls
         return [(c["model"], c["system"], c["tp"]),
-                (c["seq_len"], c["micro_batch"]),
+                (c["seq_len"], c["micro_batch"], c["precision"]),
                 (c["sequence_parallel"], c["tp_overlap"])]
+
+    def update(self):
+        super().update()
+        if self.message.value:
+            # refused: the figure keeps the last setting that ran; say which
+            self.summary.value = (
+                "" if self.shown is None else
+                f"The figure still shows the last setting that ran: "
+                f"{html.escape(self.shown)}.")
 
     def _update(self):
         c = self.controls
         model, system, tp = c["model"].value, c["system"].value, c["tp"].value
         sp, o = bool(c["sequence_parallel"].value), float(c["tp_overlap"].value)
+        precision = c["precision"].value
         if o > 0 and not sp:
             raise ValueError("--tp-comm-overlap needs --sequence-parallel (Megatron "
                              "refuses it otherwise): tick sequence parallelism or "
@@ -329,7 +353,7 @@ class _TPExplorer(Explorer):
         rows, steps, skipped = parallelism.tp_degree_rows(
             model, system, seq_len=int(c["seq_len"].value),
             micro_batch=int(c["micro_batch"].value), sequence_parallel=sp,
-            tp_overlap=o)
+            tp_overlap=o, precision=precision)
         if tp in skipped:
             raise ValueError(f"TP{tp} for {model}: {skipped[tp]}")
         if tp not in steps:
@@ -339,6 +363,11 @@ class _TPExplorer(Explorer):
         self.rows, self.highlighted = rows, high
         self.view.render(lambda ax: plotting.plot_tp_degree(rows, highlight=high,
                                                             ax=ax))
+        word = dict((v, k) for k, v in TP_PRECISIONS)[precision]
+        self.shown = (f"{model} on {system} in {word}, TP{tp}, sequence length "
+                      f"{c['seq_len'].value}, micro-batch {c['micro_batch'].value}"
+                      + (", sequence parallel" if sp else "")
+                      + (f", {o:.0%} of the TP communication hidden" if o else ""))
         st = steps[tp]
         label, comp, comm, expo, _ = rows[high]
         fits = [t for t, x in steps.items() if x.fits]
@@ -346,7 +375,8 @@ class _TPExplorer(Explorer):
         mem_gb = st.memory.total / units.GB
         cap = s.gpu_spec.memory_bytes / units.GB
         lines = [
-            f"<b>{model}</b> on <b>{system}</b>, {label}: per layer and micro-batch "
+            f"<b>{model}</b> on <b>{system}</b> in <b>{word}</b>, {label}: per layer "
+            f"and micro-batch "
             f"{units.fmt_time(comp)} of compute and {units.fmt_time(comm)} of TP "
             f"communication, {units.fmt_time(expo)} of it exposed "
             f"(<b>{expo / (comp + expo):.0%}</b> of the layer's time).",
@@ -361,6 +391,9 @@ class _TPExplorer(Explorer):
         else:
             lines.append("No TP × DP layout fits here: add pipeline stages, ZeRO-3 "
                          "or more GPUs.")
+        if precision == "fp8":
+            lines.append("FP8 as frameworks run it: torchao float8 training under "
+                         "torch.compile (the logits layer in BF16).")
         lines.extend(f"Note: {n}" for n in st.notes if "does not fit" not in n
                      and "memory" not in n)
         if skipped:
@@ -370,15 +403,20 @@ class _TPExplorer(Explorer):
 
 
 def tp_explorer(model="13b", system="hgx-h200", tp=4, seq_len=4096, micro_batch=1,
-                sequence_parallel=False, tp_overlap=0.0):
+                sequence_parallel=False, tp_overlap=0.0, precision="bf16"):
     """Choose a tensor-parallel degree: per-layer compute against TP communication.
 
     Controls: model preset, system preset, the TP degree to detail, sequence
-    length, micro-batch, ``--sequence-parallel`` and the share of the TP
-    communication that ``--tp-comm-overlap`` hides. Every usable TP degree of the
-    system is drawn by :func:`gpulab.plotting.plot_tp_degree` from
+    length, micro-batch, ``--sequence-parallel``, the share of the TP
+    communication that ``--tp-comm-overlap`` hides and the precision (``"bf16"``
+    or ``"fp8"``: torchao float8 training under torch.compile, the model's
+    compiled recipe). Every usable TP degree of the system is drawn by
+    :func:`gpulab.plotting.plot_tp_degree` from
     :func:`gpulab.parallelism.tp_degree_rows` (``gpulab.parallelism.step_time`` per degree); the
-    summary gives memory per GPU, throughput and the fastest layout that fits.
+    summary gives memory per GPU, throughput and the fastest layout that fits. A
+    setting the model refuses (FP8 on a GPU without FP8 Tensor Cores, a degree
+    above the GPU count) shows the reason in one line and says which setting the
+    figure still shows.
     """
     if model not in parallelism.model_names():
         raise ValueError(f"model must be one of {', '.join(parallelism.model_names())}"
@@ -400,9 +438,16 @@ def tp_explorer(model="13b", system="hgx-h200", tp=4, seq_len=4096, micro_batch=
     if isinstance(tp_overlap, bool) or not isinstance(tp_overlap, (int, float)) \
             or not 0 <= tp_overlap <= 1:
         raise ValueError(f"tp_overlap must be a number in [0, 1]; got {tp_overlap!r}")
+    choices = [v for _, v in TP_PRECISIONS]
+    if not isinstance(precision, str) or precision not in choices:
+        raise ValueError(f"precision must be one of {', '.join(choices)}; got "
+                         f"{precision!r}")
     return _TPExplorer(model, system, tp, seq_len, micro_batch, sequence_parallel,
-                       float(tp_overlap))
+                       float(tp_overlap), precision)
 
+#: Models of the ROI explorer: the course's five (its rankings are computed up front
+#: for every model, node count and system, so the list stays short).
+ROI_MODELS = ("13b", "70b", "llama3-8b", "llama3-70b", "mixtral-8x7b")
 #: Project sizes offered by the ROI explorer [billion tokens].
 ROI_TOKEN_STEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
 
@@ -418,7 +463,7 @@ class _ROIExplorer(Explorer):
         style = {"description_width": "initial"}
         w = W.Layout(width="240px")
         controls = {
-            "model": W.Dropdown(options=parallelism.model_names(), value=model,
+            "model": W.Dropdown(options=list(ROI_MODELS), value=model,
                                 description="Model", style=style, layout=w),
             "nodes": W.Dropdown(options=[(f"{n} (= {8 * n} GPUs)", n)
                                          for n in parallelism.ROI_NODES],
@@ -444,7 +489,7 @@ class _ROIExplorer(Explorer):
         }
         self.roi = None
         self.steps = None
-        for m in parallelism.model_names():     # every ranking once, up front (cached
+        for m in ROI_MODELS:                    # every ranking once, up front (cached
             for n in parallelism.ROI_NODES:     # in the model layer): an update is
                 for sy in parallelism.ROI_FAST_SYSTEMS + parallelism.ROI_SLOW_SYSTEMS:
                     try:                        # then ROI arithmetic and a redraw
@@ -506,9 +551,10 @@ def roi_explorer(model="70b", nodes=8, fast="dgx-h100", slow="h100-pcie", *,
                  price_fast=None, price_slow=None, project_tokens=200e9):
     """Is NVLink worth it for one training project? Cost and days on both systems.
 
-    Controls: model preset, nodes (8 GPUs each), the NVLink and the PCIe system,
-    price per GPU-hour of each (USD; illustrative defaults
-    :data:`gpulab.parallelism.ROI_EXAMPLE_PRICES`) and project size in tokens. For each system the
+    Controls: model (one of the course models :data:`ROI_MODELS`), nodes (8 GPUs
+    each), the NVLink and the PCIe system, price per GPU-hour of each (USD;
+    illustrative defaults :data:`gpulab.parallelism.ROI_EXAMPLE_PRICES`) and project
+    size in tokens. For each system the
     chooser (:func:`gpulab.parallelism.rank_layouts`, options
     :data:`gpulab.parallelism.ROI_SEARCH`, global batch :data:`gpulab.parallelism.ROI_GLOBAL_BATCH`) picks the fastest
     layout on :func:`gpulab.parallelism.roi_cluster`; :func:`gpulab.parallelism.nvlink_roi` turns the
@@ -516,9 +562,9 @@ def roi_explorer(model="70b", nodes=8, fast="dgx-h100", slow="h100-pcie", *,
     :func:`gpulab.plotting.plot_roi`. Rankings are cached per explorer, so price
     and token changes only redo the ROI arithmetic.
     """
-    if model not in parallelism.model_names():
-        raise ValueError(f"model must be one of {', '.join(parallelism.model_names())}"
-                         f"; got {model!r}")
+    if not isinstance(model, str) or model not in ROI_MODELS:
+        raise ValueError(f"model must be one of the course models "
+                         f"{', '.join(ROI_MODELS)}; got {model!r}")
     if nodes not in parallelism.ROI_NODES or isinstance(nodes, bool):
         raise ValueError(f"nodes must be one of {parallelism.ROI_NODES}; got {nodes!r}")
     if fast not in parallelism.ROI_FAST_SYSTEMS:

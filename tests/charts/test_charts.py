@@ -268,15 +268,42 @@ def test_layout_chart_matches_step_time(built):
 
 def test_tp_chart_matches_tp_degree_rows(built):
     chart = built("tp")
-    for p in sample_points(chart, 5, seed=4):
+    by = ["model", "seq_len", "sp", "precision"]
+    points = sample_points(chart, 5, seed=4) + [
+        chart.point(model="70b", seq_len=4096, sp="off", precision=pr, tp=1)
+        for pr in ("bf16", "fp8")]
+    for p in points:
         rows, steps, _ = parallelism.tp_degree_rows(
             p["model"], "hgx-h200", seq_len=p["seq_len"],
-            sequence_parallel=p["sp"] == "on")
-        got = rows_at(chart, p, ["model", "seq_len", "sp"])
+            sequence_parallel=p["sp"] == "on", precision=p["precision"])
+        got = {r["degree"]: r for r in rows_at(chart, p, by)}
+        assert list(got) == [r[0] for r in rows]
         for label, comp, _comm, expo, _ in rows:
-            mine = {r["part"]: r["ms"] for r in got if r["degree"] == label}
-            assert rel(mine["compute"], comp * 1e3)
-            assert rel(mine["exposed TP communication"], expo * 1e3) or expo == 0
+            assert rel(got[label]["compute"], comp * 1e3)
+            assert rel(got[label]["exposed"], expo * 1e3) or expo == 0
+        assert f"in {p['precision'].upper()}" in flat(p["text"])
+
+
+def test_tp_chart_precision_control(built):
+    """FP8 lowers the 70b layer's compute at TP1 (sequence 4096, H200); on a GPU
+    without FP8 the FP8 points carry the model's refusal and no bars."""
+    chart = built("tp")
+    c = {x.name: x for x in chart.controls}["precision"]
+    assert (c.values, c.value, c.kind) == (("bf16", "fp8"), "bf16", "radio")
+    at = {pr: {r["degree"]: r["compute"] for r in rows_at(
+        chart, {"model": "70b", "seq_len": 4096, "sp": "off", "precision": pr},
+        ["model", "seq_len", "sp", "precision"])} for pr in ("bf16", "fp8")}
+    assert at["fp8"]["TP1 × DP8"] < at["bf16"]["TP1 × DP8"]
+    a100 = C.tp_chart("70b", 1, precision="fp8", system="dgx-a100")
+    with pytest.raises(ValueError) as exc:
+        parallelism.tp_degree_rows("70b", "dgx-a100", seq_len=4096, precision="fp8")
+    for p in a100.summary:
+        fp8 = p["precision"] == "fp8"
+        assert (str(exc.value) in flat(p["text"])) == fp8
+        assert bool(rows_at(a100, p, ["model", "seq_len", "sp", "precision"])) != fp8
+    assert len(a100.to_html()) < 160_000
+    with pytest.raises(ValueError, match="precision"):
+        C.tp_chart(precision="fp16")
 
 
 def test_roi_chart_matches_roi_comparison(built):

@@ -78,7 +78,7 @@ def test_controls_reach_model_in_si(w, roi, control, value, key, expected):
 
 def test_model_and_system_controls(w, roi):
     w.controls["nodes"].value = 8
-    for model in parallelism.model_names():
+    for model in widgets.parallelism.ROI_MODELS:
         w.controls["model"].value = model
         assert w.message.value == ""
         seq = parallelism.model(model).seq_len
@@ -107,13 +107,26 @@ def test_breakeven_matches_step_times(w):
 
 
 @pytest.mark.parametrize("kw", [
-    {"model": "175b"}, {"nodes": 3}, {"nodes": True}, {"fast": "h100-pcie"},
+    {"model": "175b"}, {"model": "gpt3-175b"}, {"model": "llama3-405b"}, {"model": 70},
+    {"nodes": 3}, {"nodes": True}, {"fast": "h100-pcie"},
     {"slow": "dgx-h100"}, {"price_fast": -1.0}, {"price_slow": "2"},
     {"project_tokens": 1.0}, {"project_tokens": True},
 ])
 def test_bad_arguments(kw):
     with pytest.raises(ValueError, match=next(iter(kw))):
         widgets.roi_explorer(**kw)
+
+
+def test_only_the_course_models_are_offered_and_precomputed(monkeypatch):
+    assert widgets.parallelism.ROI_MODELS == ("13b", "70b", "llama3-8b",
+                                              "llama3-70b", "mixtral-8x7b")
+    assert set(widgets.parallelism.ROI_MODELS) <= set(parallelism.model_names())
+    rec = Recorder(monkeypatch, parallelism, "roi_best_step")
+    w = widgets.roi_explorer("13b")
+    assert list(w.controls["model"].options) == list(widgets.parallelism.ROI_MODELS)
+    assert {c["model"] for c in rec.calls} == set(widgets.parallelism.ROI_MODELS)
+    with pytest.raises(ValueError, match="model must be one of the course models"):
+        widgets.roi_explorer("gpt3-5b")
 
 
 def test_roi_cluster_borrows_network_only_when_needed():

@@ -46,6 +46,8 @@ def test_tp_explorer_is_a_registered_factory():
     ({"micro_batch": 0}, "micro_batch"), ({"micro_batch": 2.0}, "micro_batch"),
     ({"sequence_parallel": 1}, "sequence_parallel"),
     ({"tp_overlap": 1.5}, "tp_overlap"), ({"tp_overlap": "x"}, "tp_overlap"),
+    ({"precision": "fp16"}, "precision"), ({"precision": "FP8"}, "precision"),
+    ({"precision": None}, "precision"), ({"precision": ["fp8"]}, "precision"),
 ])
 def test_factory_refuses_bad_arguments(kwargs, param):
     with pytest.raises(ValueError, match=param):
@@ -58,7 +60,8 @@ def test_default_state_is_the_static_figure():
     c = w.controls
     assert (c["model"].value, c["system"].value, c["tp"].value, c["seq_len"].value,
             c["micro_batch"].value, c["sequence_parallel"].value,
-            c["tp_overlap"].value) == ("13b", "hgx-h200", 4, 4096, 1, False, 0.0)
+            c["tp_overlap"].value, c["precision"].value) == \
+        ("13b", "hgx-h200", 4, 4096, 1, False, 0.0, "bf16")
     rows, steps, _ = parallelism.tp_degree_rows("13b", "hgx-h200", seq_len=4096)
     # built as book/tensor_parallel.md builds it
     spec = parallelism.model("13b")
@@ -85,6 +88,7 @@ CASES = [
     ("seq_len", 2048, "seq_len", 2048),
     ("micro_batch", 2, "micro_batch", 2),
     ("sequence_parallel", True, "sequence_parallel", True),
+    ("precision", "fp8", "precision", "fp8"),
 ]
 
 
@@ -137,12 +141,66 @@ def test_invalid_tp_shows_message():
     png = _png(w)
     w.controls["tp"].value = 16                    # 8 GPUs on hgx-h200
     assert "hgx-h200 has 8 GPUs" in w.message.value and _png(w) == png
+    # the unchanged figure says which setting it shows
+    assert w.summary.value == ("The figure still shows the last setting that ran: "
+                               "13b on hgx-h200 in BF16, TP4, sequence length 4096, "
+                               "micro-batch 1.")
     w.controls["system"].value = "gb200-nvl72"
     assert "40 attention heads" in w.message.value     # 13b: 40 heads
     w.controls["model"].value = "70b"
     assert w.message.value == "" and "TP16 × DP4" in w.summary.value
     w.controls["system"].value = "hgx-h200-2node"
     assert w.message.value == "" and "TP spans NVLink domains" in w.summary.value
+
+
+# --- precision ----------------------------------------------------------------------
+@pytest.mark.parametrize("system", ["hgx-h200", "dgx-h100"])
+def test_fp8_lowers_the_compute_of_70b_at_tp1(system):
+    """FP8 (torchao float8 under torch.compile) shortens the 70b layer's compute at
+    TP1 and sequence 4096 on H200/H100; the bars follow the model."""
+    w = widgets.tp_explorer("70b", system, 1)
+    bf16 = list(w.rows)
+    png = _png(w)
+    w.controls["precision"].value = "fp8"
+    assert w.message.value == "" and _png(w) != png
+    fp8 = list(w.rows)
+    assert [r[0] for r in fp8] == [r[0] for r in bf16]
+    assert fp8[0][1] < bf16[0][1]                          # compute per layer, TP1
+    assert [r[2] for r in fp8] == pytest.approx([r[2] for r in bf16])  # same TP bytes
+    want, _, _ = parallelism.tp_degree_rows("70b", system, seq_len=4096,
+                                            precision="fp8")
+    assert fp8 == want
+    np.testing.assert_allclose(_widths(w.view.ax)[:len(fp8)],
+                               [r[1] * 1e3 for r in fp8], rtol=1e-12)
+    assert "in <b>FP8</b>" in w.summary.value and "torchao" in w.summary.value
+
+
+def test_fp8_on_a_gpu_without_fp8_is_a_message():
+    w = widgets.tp_explorer("70b", "dgx-a100", 1)
+    png, n = _png(w), w.n_updates
+    w.controls["precision"].value = "fp8"                   # A100: no FP8 Tensor Cores
+    msg = w.message.value
+    assert "precision" in msg and "A100" in msg and "FP8" in msg
+    assert "Traceback" not in msg and "Error" not in msg and "<br>" not in msg
+    assert _png(w) == png and w.n_updates == n            # figure kept, and said so
+    assert "still shows the last setting that ran: 70b on dgx-a100 in BF16" in \
+        w.summary.value
+    w.controls["system"].value = "hgx-h200"                 # an FP8 GPU: it runs
+    assert w.message.value == "" and "in <b>FP8</b>" in w.summary.value
+    assert _png(w) != png
+    w.controls["system"].value = "dgx-1-v100"
+    assert "V100" in w.message.value and "precision" in w.message.value
+    w.controls["precision"].value = "bf16"
+    assert w.message.value == "" and "in <b>BF16</b>" in w.summary.value
+
+
+def test_fp8_on_a_gpu_without_fp8_from_the_factory():
+    """Built straight into a refused state: a message, nothing stale drawn."""
+    w = widgets.tp_explorer(system="dgx-a100", precision="fp8")
+    assert "precision" in w.message.value and "A100" in w.message.value
+    assert w.summary.value == "" and _png(w) == b""
+    w.controls["precision"].value = "bf16"
+    assert w.message.value == "" and _png(w).startswith(b"\x89PNG")
 
 
 def test_model_error_becomes_message(monkeypatch):
