@@ -17,7 +17,7 @@ import statistics
 
 from .. import specs
 from .._validate import check_choice, check_int
-from .efficiency import (RECIPES, peak_flops, recipe_shard_time,
+from .efficiency import (RECIPES, recipe_shard_time,
                          shard_terms)
 
 __all__ = ["fp8_speedup", "fp8_speedup_curve", "recipe_runs", "measured_fp8_speedups",
@@ -66,7 +66,9 @@ def fp8_speedup(hidden, tp, seq_len, micro_batch, *, gpu="H200", recipe="compile
     check_choice("gpu", gpu, specs.gpu_names())
     check_choice("recipe", recipe, RECIPES)
     g = specs.gpu(gpu)
-    peak_flops(g, "fp8")
+    if not g.fp8_dense_flops:
+        raise ValueError(f"gpu must have FP8 Tensor Cores (H100, H200, B200, ...); got "
+                         f"{gpu!r}")
     terms = shard_terms(h, t, s, b)
     return recipe_shard_time(terms, g, "bf16", recipe) \
         / recipe_shard_time(terms, g, "fp8", recipe)

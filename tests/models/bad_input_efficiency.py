@@ -15,13 +15,13 @@ CASES = [
          {"hidden": INT(1, 10**7), "heads": INT(1, 8192) + [48],
           "tp": INT(1, 64) + [3], "seq_len": INT(1, 10**8),
           "micro_batch": INT(1, 10**6), "gpu": CHOICE("h200", "H200 SXM"),
-          "precision": CHOICE("BF16", "fp16")}),
+          "precision": CHOICE("BF16", "fp16"), "recipe": CHOICE("Compiled", "te")}),
     Case(par.layer_efficiency,
          {"hidden": 8192, "heads": 64, "tp": 8, "seq_len": 2048, "micro_batch": 1,
           "gpu": "A100", "precision": "bf16"},
          {"precision": ["fp8"]},
          exempt={p: "covered by the row above" for p in
-                 ("hidden", "heads", "tp", "seq_len", "micro_batch", "gpu")}),
+                 ("hidden", "heads", "tp", "seq_len", "micro_batch", "gpu", "recipe")}),
 ]
 CASES += [
     Case(par.stage_compute_time,
@@ -31,10 +31,32 @@ CASES += [
           "heads": [v for v in INT(1, 4096) if v is not None] + [48],
           "tp": INT(1, 32) + [3], "seq_len": INT(1, 10**8),
           "micro_batch": INT(1, 10**6), "gpu": CHOICE("h100", "H100 SXM"),
-          "precision": CHOICE("BF16", "fp16")}),
+          "precision": CHOICE("BF16", "fp16"), "recipe": CHOICE("eager ")}),
     Case(par.stage_compute_time,
          {"hidden": 4096, "layers": 8, "seq_len": 4096, "micro_batch": 1},
          {"hidden": [100, 4000, 64]},
          exempt={p: "covered by the row above" for p in
-                 ("layers", "seq_len", "micro_batch", "heads", "tp", "gpu", "precision")}),
+                 ("layers", "seq_len", "micro_batch", "heads", "tp", "gpu", "precision",
+                  "recipe")}),
 ]
+
+CASES += [
+    Case(par.fp8_speedup,
+         {"hidden": 8192, "tp": 4, "seq_len": 2048, "micro_batch": 2, "gpu": "H200",
+          "recipe": "compiled"},
+         {"hidden": INT(128, 10**6) + [1000], "tp": INT(1, 64) + [3],
+          "seq_len": INT(1, 10**7), "micro_batch": INT(1, 10**5),
+          "gpu": CHOICE("A100", "h200"), "recipe": CHOICE("Eager")}),
+    Case(par.fp8_speedup_curve,
+         {"tp": 8, "micro_batch": 4, "seq_len": 2048, "gpu": "H100", "recipe": "eager"},
+         {"tp": INT(1, 1024), "micro_batch": INT(1, 10**5), "seq_len": INT(1, 10**7),
+          "gpu": CHOICE("V100"), "recipe": CHOICE("fused")}),
+    Case(par.recipe_runs, {"recipe": "fp8-tensorwise", "kind": "llama"},
+         {"recipe": ["fp8", "", 3, True, ["x"], "bf16"],
+          "kind": ["no-such-thing", "", 3, True, ["x"], "Llama", "moe"]}),
+    Case(par.published_fp8_check, {"recipe": "eager"},
+         {"recipe": CHOICE("te", "Compiled")}),
+    Case(par.published_fp8_summary, {"recipe": "compiled"},
+         {"recipe": CHOICE("te", "Compiled")}),
+]
+NO_ARGS = {par.measured_fp8_speedups, par.published_fp8_rows}
