@@ -170,6 +170,13 @@ def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None):
       activation and gradient elements that cross a cast, and :math:`t_x` a fixed
       cost per shard; joined to the BF16 launch floor like :func:`shard_time`.
 
+    Other GPUs: as in :func:`shard_time`, the FLOP terms scale with the GPU's own dense
+    peaks and the memory terms with its HBM bandwidth; the cast constants and
+    :math:`t_x` are carried over from the H200 runs unchanged -- an assumption. On
+    B200 the FP8 peak of ``data/gpus.csv`` (NVIDIA DGX B200 datasheet) serves both
+    per-tensor FP8 and MXFP8 (block scaling, which Blackwell's Tensor Cores run at
+    the FP8 rate); the model does not tell the two apart.
+
     ``coef``: the compiled-FP8 constants (default: the fitted ones).
     """
     check_choice("recipe", recipe, RECIPES)
