@@ -135,9 +135,7 @@ def document():
     bf16e = [k for k in t if k[1] == "bf16-eager"]
     pairs = {k: t[k] / t[(k[0], "bf16-eager", *k[2:])] - 1.0
              for k in bf16c if (k[0], "bf16-eager", *k[2:]) in t}
-    doc["checks"] = {
-        "meaning": "Errors of the model (model / measured - 1, positive: model slower) on "
-                   "our runs; 'held_out' rows were not used in any fit",
+    checks = {
         "fp8_compiled_fit": by_band({k: new[k] for k in fit_keys}),
         "fp8_compiled_held_out": by_band({k: new[k] for k in hold_keys}),
         "fp8_before_eager_model_on_compiled_runs": by_band(old),
@@ -149,6 +147,14 @@ def document():
             t, bf16c, lambda k: shard_time(terms(k), GPU, "bf16"))),
         "bf16_compiled_over_eager_minus_1": summary(pairs),
     }
+    doc["checks"] = {
+        "value": checks, "kind": "derived",
+        "meaning": "Errors of the recipe model (model / measured - 1, positive: the model "
+                   "is slower) on our runs, per band of hidden / TP; held-out rows were "
+                   "not used in any fit",
+        "source": f"Derived by scripts/fit_layer_recipes.py from gpulab/data/{RUN}/"
+                  "layer_recipes.csv and the model in gpulab/parallelism/efficiency.py",
+        "accessed": "2026-12-02"}
     return doc
 
 

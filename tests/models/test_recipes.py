@@ -75,7 +75,7 @@ def test_stored_constants_reproduce():
 
 
 def test_stored_checks_are_what_the_model_gives():
-    rec = specs.assumption_record("layer_recipes", "checks")
+    rec = specs.assumption("layer_recipes", "checks")
     rows = _measured("fp8-tensorwise")
     held = [_model(k, "fp8", "compiled") / v - 1 for k, (v, g) in rows.items()
             if g == "holdout"]
