@@ -174,8 +174,9 @@ def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None):
     peaks and the memory terms with its HBM bandwidth; the cast constants and
     :math:`t_x` are carried over from the H200 runs unchanged -- an assumption. On
     B200 the FP8 peak of ``data/gpus.csv`` (NVIDIA DGX B200 datasheet) serves both
-    per-tensor FP8 and MXFP8 (block scaling, which Blackwell's Tensor Cores run at
-    the FP8 rate); the model does not tell the two apart.
+    per-tensor FP8 and MXFP8 (one E8M0 scale per 32 values, applied natively by
+    Blackwell's Tensor Cores: Transformer Engine user guide, "MXFP8"); the same peak
+    for both is an assumption, and the model does not tell them apart.
 
     ``coef``: the compiled-FP8 constants (default: the fitted ones).
     """
