@@ -80,13 +80,16 @@ class Control:
     def step(self):
         return self.values[1] - self.values[0] if self.kind == "slider" else None
 
-    def binding(self):
+    def binding(self, element=None):
+        """The Vega-Lite binding; ``element``: CSS selector of the element the input
+        goes into (default: under the figure, inside vega-embed's container)."""
+        where = {} if element is None else {"element": element}
         if self.kind == "slider":
             return alt.binding_range(min=self.values[0], max=self.values[-1],
-                                     step=self.step, name=self.label + " ")
+                                     step=self.step, name=self.label + " ", **where)
         bind = alt.binding_radio if self.kind == "radio" else alt.binding_select
         return bind(options=list(self.values), labels=list(self.labels),
-                    name=self.label + " ")
+                    name=self.label + " ", **where)
 
     def test(self):
         """Vega expression: does a row's column equal this control's current value?"""
@@ -159,14 +162,23 @@ class StaticChart:
         return self._index[key]
 
     def to_html(self):
-        """The chart as HTML: a div, the spec inline (JSON) and a note. The book's
-        vendored loader (``vega/gpulab-charts.js``) renders it; no CDN."""
+        """The chart as HTML: a div with its own style, the figure in a horizontally
+        scrollable box, the controls (which the spec binds into
+        ``#gpulab-chart-<name>-controls``, a form as Vega's own, so radio buttons of
+        the same name in two charts of a page stay apart) below it at the column's
+        width, a note and the spec inline (JSON). The book's vendored loader (``vega/gpulab-charts.js``)
+        renders it; no CDN."""
         spec = json.dumps(self.spec, separators=(",", ":"), allow_nan=False)
         spec = spec.replace("</", "<\\/")            # cannot close the script element
         ident = f"gpulab-chart-{self.name}"
         return (f'<div class="gpulab-chart" id="{ident}" data-spec="{ident}-spec">'
+                f'<style>{chart_css(ident)}</style>'
+                f'<div class="gpulab-chart-scroll">'
                 f'<div class="gpulab-chart-view"><p><em>Interactive chart: it renders '
                 f'in the published book (JavaScript, no kernel needed).</em></p></div>'
+                f'</div>'
+                f'<form class="gpulab-chart-controls vega-bindings" id="{ident}-controls">'
+                f'</form>'
                 f'<p class="gpulab-chart-note"><small>{html.escape(self.note)}</small></p>'
                 f'<script type="application/json" id="{ident}-spec">{spec}</script></div>')
 
@@ -175,6 +187,41 @@ class StaticChart:
 
     def _repr_html_(self):
         return self.to_html()
+
+
+#: Below this page width [px] a control's label sits on its own line above the input.
+NARROW_PX = 600
+
+
+def chart_css(ident):
+    """The style of one chart (scoped to its div ``#ident``, so it wins over any page
+    style of the bound inputs). Vega writes a radio control as a name span and one
+    label per option holding its circle and text, a slider as a label holding the
+    name, the range input and its value, a select as a label holding name and select.
+
+    * radio: each option (circle, then its text) is one unit that does not break,
+      with space after it and none between circle and text;
+    * every control's name keeps its distance from the input (a margin after the name,
+      whose trailing space the browser drops), and sits on its own line on a narrow
+      page;
+    * the figure scrolls sideways inside its box when the page is narrower than the
+      figure; the controls, outside that box, wrap to the page."""
+    s = f"#{ident}"
+    return (f"{s} .gpulab-chart-scroll{{max-width:100%;overflow-x:auto}}"
+            f"{s} .gpulab-chart-view{{max-width:none}}"
+            f"{s} .gpulab-chart-controls{{max-width:100%}}"
+            f"{s} .vega-bind{{margin:.25em 0}}"
+            f"{s} .vega-bind-name{{display:inline-block;min-width:13em;"
+            f"margin-right:.75em;vertical-align:middle}}"
+            f"{s} .vega-bind-radio{{display:inline}}"
+            f"{s} .vega-bind-radio label{{display:inline-block;white-space:nowrap;"
+            f"margin:0 1.25em 0 0}}"
+            f"{s} .vega-bind-radio label input{{margin:0 .35em 0 0;vertical-align:middle}}"
+            f"{s} .vega-bind input[type=range]{{max-width:100%;vertical-align:middle;"
+            f"margin:0 .5em 0 0}}"
+            f"{s} .vega-bind select{{max-width:100%}}"
+            f"@media (max-width:{NARROW_PX}px){{{s} .vega-bind-name{{display:block;"
+            f"min-width:0;margin:0 0 .15em 0}}}}")
 
 
 def evaluate(controls, point, *, rows_by=None):
@@ -228,7 +275,11 @@ def build(name, title, controls, point, plot, *, rows_by=None, width=520, height
     expr = " && ".join(c.test() for c in controls)
     row_expr = " && ".join(c.test() for c in controls
                            if rows_by is None or c.name in rows_by) or "true"
-    params = [alt.param(name=c.name, value=c.value, bind=c.binding()) for c in controls]
+    # the inputs go into the chart's controls div (see StaticChart.to_html): outside
+    # the figure's scrolling box, so they wrap to a narrow page
+    where = f"#gpulab-chart-{name}-controls"
+    params = [alt.param(name=c.name, value=c.value, bind=c.binding(where))
+              for c in controls]
     # named data sets: the spec validates without walking every row (seconds saved)
     figure = plot(alt.Chart(alt.Data(name=f"{name}_rows")).transform_filter(row_expr)) \
         .properties(width=width, height=height)

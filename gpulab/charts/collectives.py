@@ -104,7 +104,8 @@ def fabric_chart(system="hgx-h200", n_ranks=8, message_bytes=64 * units.MiB):
         s = systems.get(system)
         if n_ranks > s.n_gpus or not collectives.ranks_fit_domains(s, n_ranks):
             return [], (f"{system} has {s.n_gpus} GPUs: the model cannot place "
-                        f"{n_ranks} ranks there.\nPick fewer ranks or another system.\n ")
+                        f"{n_ranks} ranks there.\nPick fewer ranks or another system; "
+                        f"Message size changes nothing here.\n ")
         i = FABRIC_MARKS.index(size)
         best = sweep(system, n_ranks, "auto")
         chosen = str(best.algorithm[i])

@@ -52,10 +52,10 @@ def network_chart(cluster="dgx-h100-spod", nodes=2, fabric="preset",
                      if same and r["system"] == cluster and r["nodes"] == nodes
                      and r["collective"] == "all_reduce"
                      and r["nics"] == network.cluster_preset(cluster)["nics"])
-        return c, pred, path, pub
+        return c, pred, path, pub, (own if fixed else None)
 
     def point(cluster, nodes, fabric, size):
-        c, pred, path, pub = curve(cluster, nodes, fabric)
+        c, pred, path, pub, fixed = curve(cluster, nodes, fabric)
         # "algorithm" is NCCL's pick, or "published" for a published point
         rows = [{"bytes": b, "busbw": float(pred.busbw[i]) / units.GB,
                  "algorithm": str(pred.algorithm[i])}
@@ -80,6 +80,9 @@ def network_chart(cluster="dgx-h100-spod", nodes=2, fabric="preset",
             lines.append("Published runs: crosses.")
         else:
             lines.append(" ")
+        if fixed:      # the what-if fabrics draw the preset: the control says so
+            why = f"Fabric: every choice draws {cluster}'s own {fixed}."
+            lines[-1:] = [why] if lines[-1] == " " else [lines[-1], why]
         return rows, "\n".join(lines)
 
     def plot(base):

@@ -76,7 +76,9 @@ def bucket_chart(system="h200-x2-measured", n_ranks=2, gradient_bytes=2 ** 31,
     def point(system, n_ranks, gradient, bucket):
         if n_ranks > systems.get(system).n_gpus:
             return [], (f"{system} has {systems.get(system).n_gpus} GPUs: no "
-                        f"{n_ranks}-GPU data-parallel group there.\n \n ")
+                        f"{n_ranks}-GPU data-parallel group there.\nGradients and "
+                        f"Bucket size change nothing here; pick fewer GPUs or another "
+                        f"system.\n ")
         total, nb, one = curve(system, n_ranks, gradient)
         rows = [{"bytes": round(b), "ms": float(t) * 1e3}
                 for b, t in zip(BUCKET_CURVE, total)]
@@ -259,6 +261,7 @@ def roi_chart(model="70b", nodes=8, fast="dgx-h100", *, slow="h100-pcie",
         Control("tokens", "Project", ROI_TOKENS, project_tokens,
                 labels=tuple(f"{t / 1e9:g}B tokens" for t in ROI_TOKENS)),
     )
+    price_label, tokens_label = controls[2].label, controls[3].label
 
     def point(nodes, fast, price, tokens):
         try:
@@ -266,7 +269,11 @@ def roi_chart(model="70b", nodes=8, fast="dgx-h100", *, slow="h100-pcie",
                 model, nodes, fast, slow, price_fast=price, price_slow=price_slow,
                 project_tokens=tokens)
         except ValueError as exc:
-            return [], f"{exc}.\n \n "
+            # no layout fits: no cost to compare, so the price and project controls
+            # have nothing to act on here, and the text says so
+            return [], (f"{exc}.\nNo cost to compare at this point: {price_label} and "
+                        f"{tokens_label} change nothing until the model fits on both "
+                        f"systems.\n ")
         day = 86400.0
         rows = [{"system": fast, "kUSD": roi.cost_fast / 1e3,
                  "days": roi.project_s_fast / day},

@@ -102,7 +102,9 @@ def test_grid_is_complete_and_small(built, name):
     # wrapped to the figure: no summary line longer than the chart's text width
     assert max(len(line) for r in chart.summary for line in r["text"].split("\n")) <= 80
     assert 10 <= len(chart.summary) <= 2000 and len(chart.rows) <= 3000
-    assert len(chart.to_html()) < 160_000, "keep pages light"
+    # keep pages light (the largest, network, is about 166 000 characters: its summary
+    # says at every cloud point that the Fabric control draws the provider's own)
+    assert len(chart.to_html()) < 170_000, "keep pages light"
     # the note names every grid point count and says nothing is interpolated
     assert f"at {len(chart.summary)} points" in chart.note
     assert "interpolated" in chart.note
@@ -382,3 +384,135 @@ def test_network_chart_matches_the_model_and_the_published_runs(built):
     text = chart.point(cluster="gcp-a3-mega", nodes=2, fabric="preset",
                        size=2 ** 30)["text"]
     assert "Published:" in text and "in time" in text
+
+
+# --- controls and layout in the page: radio spacing, labels, narrow screens ----------
+def css_rules(page):
+    """{selector: {property: value}} of the chart's own <style> (media rules keyed
+    ``"@media ... | selector"``)."""
+    m = re.search(r"<style>(.*?)</style>", page, re.S)
+    assert m, "the chart carries its own style"
+    css, rules = m.group(1), {}
+    for media, body in re.findall(r"@media([^{]*)\{((?:[^{}]*\{[^}]*\})*)\}", css):
+        for sel, decl in re.findall(r"([^{}]+)\{([^}]*)\}", body):
+            rules[f"@media{media.strip()} | {sel.strip()}"] = dict(
+                (k.strip(), v.strip()) for k, v in
+                (d.split(":", 1) for d in decl.split(";") if d.strip()))
+    css = re.sub(r"@media[^{]*\{(?:[^{}]*\{[^}]*\})*\}", "", css)
+    for sel, decl in re.findall(r"([^{}]+)\{([^}]*)\}", css):
+        rules[sel.strip()] = dict((k.strip(), v.strip()) for k, v in
+                                  (d.split(":", 1) for d in decl.split(";") if d.strip()))
+    return rules
+
+
+def em(value):
+    """The four sides of a CSS margin in em (0 for 0)."""
+    parts = [0.0 if p == "0" else float(p.removesuffix("em")) for p in value.split()]
+    top, right, bottom, left = (parts * 4)[:4] if len(parts) == 1 else \
+        (parts + parts[:2])[:4] if len(parts) == 2 else parts
+    return top, right, bottom, left
+
+
+@pytest.mark.parametrize("name", C.CHART_NAMES)
+def test_radio_option_circle_and_text_read_as_one_unit(built, name):
+    """Vega writes each radio option as <label><input>text</label>: the text sits
+    right after its own circle, the space comes after the text (before the next
+    circle), and an option never breaks between circle and text."""
+    rules = css_rules(built(name).to_html())
+    s = f"#gpulab-chart-{name}"
+    label = rules[f"{s} .vega-bind-radio label"]
+    circle = rules[f"{s} .vega-bind-radio label input"]
+    assert label["white-space"] == "nowrap" and label["display"] == "inline-block"
+    _, after_option, _, before_option = em(label["margin"])
+    _, circle_to_text, _, circle_left = em(circle["margin"])
+    assert before_option == 0 and circle_left == 0
+    assert after_option >= 3 * circle_to_text > 0
+    # nothing styles a radio input by :first-child (every input is its label's first)
+    assert not [k for k in rules if "first-child" in k]
+
+
+@pytest.mark.parametrize("name", C.CHART_NAMES)
+def test_control_names_keep_apart_from_their_inputs(built, name):
+    """A control's name keeps a margin from its input (the browser drops the name's
+    trailing space when the name is wider than its column), and sits on its own line
+    on a narrow page."""
+    rules = css_rules(built(name).to_html())
+    s = f"#gpulab-chart-{name}"
+    names = rules[f"{s} .vega-bind-name"]
+    assert em(names["margin-right"] + " 0")[0] >= 0.5 and names["min-width"]
+    narrow = [v for k, v in rules.items()
+              if k.startswith("@media") and k.endswith(f"{s} .vega-bind-name")]
+    assert narrow and narrow[0]["display"] == "block"
+    width = int(re.search(r"max-width:(\d+)px", next(
+        k for k in rules if k.startswith("@media") and k.endswith(".vega-bind-name")))
+        .group(1))
+    assert width >= 390 + 100            # a phone of 390 px gets the stacked layout
+    assert rules[f"{s} .vega-bind input[type=range]"]["margin"].split()[1] != "0"
+
+
+@pytest.mark.parametrize("name", C.CHART_NAMES)
+def test_chart_is_usable_on_a_390px_phone(built, name):
+    """The figure (a fixed width of about 690 px) scrolls sideways in its own box;
+    the controls are bound into a div outside that box, so they wrap to the page."""
+    chart = built(name)
+    page = chart.to_html()
+    ident = f"gpulab-chart-{name}"
+    rules = css_rules(page)
+    box = rules[f"#{ident} .gpulab-chart-scroll"]
+    assert box["overflow-x"] == "auto" and box["max-width"] == "100%"
+    m = re.search(r'<div class="gpulab-chart-scroll"><div class="gpulab-chart-view">'
+                  r'.*?</div></div><form class="gpulab-chart-controls vega-bindings" '
+                  rf'id="{ident}-controls"></form>', page, re.S)
+    assert m, "figure in the scroll box, controls after it, outside (in a form: radio " \
+        "groups of the same name in two charts of a page stay apart)"
+    for p in chart.spec["params"]:
+        assert p["bind"]["element"] == f"#{ident}-controls", p["name"]
+
+
+def changes_nothing(chart):
+    """{control: [points]} where moving that control alone changes neither the
+    summary text nor the drawn rows and the text does not name the control."""
+    names = [c.name for c in chart.controls]
+    cols = [n for n in names if chart.rows and n in chart.rows[0]]
+    drawn = {}
+    for r in chart.rows:
+        drawn.setdefault(tuple(r[n] for n in cols), []).append(
+            json.dumps({k: v for k, v in r.items() if k not in names}, sort_keys=True))
+    texts = {tuple(r[n] for n in names): r["text"] for r in chart.summary}
+    found = {}
+    for key, text in texts.items():
+        point = dict(zip(names, key))
+        for c in chart.controls:
+            seen = set()
+            for v in c.values:
+                q = {**point, c.name: v}
+                seen.add((texts[tuple(q[n] for n in names)],
+                          tuple(sorted(drawn.get(tuple(q[n] for n in cols), [])))))
+            if len(seen) == 1 and c.label not in flat(text):
+                found.setdefault(c.name, []).append(point)
+    return found
+
+
+@pytest.mark.parametrize("name", C.CHART_NAMES)
+def test_a_control_that_changes_nothing_says_so(built, name):
+    found = changes_nothing(built(name))
+    assert not found, {k: (len(v), v[0]) for k, v in found.items()}
+
+
+def test_roi_at_one_node_says_why_the_prices_change_nothing(built):
+    """70b does not fit on one node of either system: no bars at any price or project,
+    and the text says the price and project controls act once it fits."""
+    chart = built("roi")
+    labels = {c.name: c.label for c in chart.controls}
+    for fast in ("dgx-h100", "hgx-h200"):
+        texts = {flat(chart.point(nodes=1, fast=fast, price=p, tokens=t)["text"])
+                 for p in C.ROI_PRICES for t in C.ROI_TOKENS}
+        assert len(texts) == 1
+        text = texts.pop()
+        assert "does not fit" in text and "change nothing" in text
+        assert labels["price"] in text and labels["tokens"] in text
+        assert not rows_at(chart, {"nodes": 1, "fast": fast}, ["nodes", "fast"])
+    # where the model fits, the price moves the cost
+    fits = rows_at(chart, chart.point(nodes=8, fast="dgx-h100", price=2.0, tokens=200e9))
+    dear = rows_at(chart, chart.point(nodes=8, fast="dgx-h100", price=4.0, tokens=200e9))
+    assert fits != dear
