@@ -35,11 +35,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 from .. import __version__
 from . import compare, doctor, fit, link, nvlink_status, predict, specs, topo
-from .base import emit
+from .base import emit, short_message
 
 __all__ = ["main", "build_parser", "emit", "COMMANDS"]
 
@@ -52,7 +53,31 @@ class _OneLineErrors(argparse.ArgumentParser):
     ...``), exit status 2, no usage block: ``--help`` shows the usage."""
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {short_message(message)} "
+                     f"(see {self.prog} --help)\n")
+
+
+#: A value that starts like a negative number (``-4K``, ``-.5``, ``-1e3``).
+_NEGATIVE = re.compile(r"^-\.?\d")
+
+
+def attach_negative_values(argv):
+    """``argv`` with a negative value joined to the flag before it (``-b -4K`` ->
+    ``-b=-4K``): argparse takes ``-4K`` for an unknown flag and says "expected one
+    argument"; joined, the flag's own check says what values it takes.
+
+    >>> attach_negative_values(["predict", "-b", "-4K", "--ranks", "-2", "-e", "1M"])
+    ['predict', '-b=-4K', '--ranks=-2', '-e', '1M']
+    """
+    out = []
+    for tok in argv:
+        prev = out[-1] if out else ""
+        if (_NEGATIVE.match(tok) and prev.startswith("-") and "=" not in prev
+                and prev != "--" and not _NEGATIVE.match(prev)):
+            out[-1] = f"{prev}={tok}"
+        else:
+            out.append(tok)
+    return out
 
 
 def build_parser():
@@ -74,7 +99,8 @@ def main(argv=None, out=None):
     """Run the CLI; return the exit status (2 for usage errors)."""
     out = sys.stdout if out is None else out
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(attach_negative_values(argv))
     if not getattr(args, "func", None):
         # no command is a usage error: the help on stderr, exit status 2
         parser.print_help(sys.stderr)
@@ -83,7 +109,7 @@ def main(argv=None, out=None):
     try:
         return args.func(args, out)
     except ValueError as exc:
-        parser.exit(2, f"gpulab {args.command}: error: {exc}\n")
+        parser.exit(2, f"gpulab {args.command}: error: {short_message(exc)}\n")
     except BrokenPipeError:
         # the reader closed the pipe (`gpulab specs gpus | head`): stop quietly, and point
         # stdout at /dev/null so that Python's exit flush does not raise again

@@ -6,6 +6,7 @@ import argparse
 import csv
 import json
 import os
+import re
 
 from .. import nccltests
 
@@ -52,13 +53,20 @@ def nvls_enabled(choice):
 def read_sweeps(parser, path):
     """Every sweep of ``path``, or a usage error naming the file and line."""
     try:
-        return nccltests.read_all(path)
+        # read the file here: the reader would take a missing path for nccl-tests
+        # text, and its errors name its own parameter, not the user's FILE
+        text = read_text_file(path, "nccl-tests output (text, -J JSON, or CSV)")
+    except ValueError as exc:
+        parser.error(f"argument FILE: {str(exc).removeprefix('file: ')}")
+    try:
+        return nccltests.parse_all(text, source=path)
     except nccltests.NcclTestsParseError as exc:
         where = f", line {exc.lineno}" if exc.lineno else ""
-        quoted = f": {exc.line[:120]!r}" if exc.line is not None else ""
-        parser.error(f"argument FILE: {path}{where}: {exc.reason}{quoted}")
+        quoted = f": {clip(exc.line)!r}" if exc.line is not None else ""
+        parser.error(f"argument FILE: {path}{where}: {short_message(exc.reason)}"
+                     f"{quoted}")
     except ValueError as exc:
-        parser.error(f"argument FILE: {exc}")
+        parser.error(f"argument FILE: {path}: {short_message(exc)}")
 
 
 def read_text_file(path, expected):
@@ -78,15 +86,49 @@ def read_text_file(path, expected):
                          f"expected {expected}") from None
 
 
-def positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"invalid ranks {text!r}: must be an "
-                                         "integer >= 1")
-    return value
+def int_type(what, low=1, high=None):
+    """An argparse type: an integer in ``[low, high]`` (``high`` None: no upper
+    bound); the error names ``what`` and the valid range."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low or (high is not None and value > high):
+            where = (f"an integer >= {low}" if high is None
+                     else f"an integer from {low} to {high}")
+            raise argparse.ArgumentTypeError(
+                f"invalid {what} {clip(text, 40)!r}: must be {where}")
+        return value
+    return parse
+
+
+#: ``--ranks N``: a rank count >= 1.
+positive_int = int_type("ranks")
+
+
+def clip(text, limit=80):
+    """``text`` cut to ``limit`` characters, saying how long it was, so that a
+    message quoting a file's line stays short (a line may be megabytes).
+
+    >>> clip("x" * 10, 4)
+    'xxxx... (10 characters)'
+    """
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+#: Longest error message printed (a message quoting input is cut to this).
+MAX_MESSAGE = 600
+_QUOTED = re.compile(r"'[^'\n]{120,}'|\"[^\"\n]{120,}\"")
+
+
+def short_message(message, limit=MAX_MESSAGE):
+    """``message`` with every long quoted text cut (:func:`clip`), and cut to
+    ``limit`` characters in all: errors quote input, which may be huge."""
+    message = _QUOTED.sub(lambda m: m.group(0)[0] + clip(m.group(0)[1:-1], 80)
+                          + m.group(0)[0], str(message))
+    return clip(message, limit)
 
 
 def one_line(message):

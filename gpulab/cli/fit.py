@@ -22,7 +22,7 @@ import os
 
 from .. import calibration, collectives, systems
 from ..files import write_atomic
-from .base import emit, name_flag, positive_int, read_sweeps
+from .base import emit, int_type, name_flag, positive_int, read_sweeps
 
 __all__ = ["register"]
 
@@ -112,7 +112,7 @@ def register(sub, fmt):
     s.add_argument("--ranks", type=positive_int, metavar="N",
                    help="ranks of the run (default: from the file)")
     s.add_argument("--collective", metavar="NAME", help="fit only this collective")
-    s.add_argument("--gpus-per-process", type=positive_int, metavar="G",
+    s.add_argument("--gpus-per-process", type=int_type("gpus-per-process"), metavar="G",
                    help="GPUs each process of the run drove (default: nccl-tests' "
                         "nGpus header, else all ranks of a node; give 1 for MPI or "
                         "gpulab.bench runs)")

@@ -23,7 +23,11 @@ def register(sub, fmt):
 
 
 def _baud(gbaud):
-    """--baud [GBd] in Bd, refusing a finite value that overflows on conversion."""
+    """--baud [GBd] in Bd, refusing, in GBd (the flag's unit), a value that is not
+    > 0 or a finite value that overflows on conversion."""
+    if not (gbaud > 0 and math.isfinite(gbaud)):
+        raise ValueError(f"--baud (symbol_rate) must be a finite number > 0 GBd "
+                         f"(symbol rate per lane); got {gbaud:g} GBd")
     baud = gbaud * 1e9
     if math.isfinite(gbaud) and not math.isfinite(baud):
         raise ValueError(f"--baud (symbol_rate): {gbaud:g} GBd is beyond a "
@@ -61,11 +65,15 @@ def _cmd_link(args, out):
     if not math.isfinite(2 * gpu.bytes_per_s):
         raise ValueError(f"--links (n_links): the GPU's bidirectional total of "
                          f"{n_links} links overflows a float; give fewer or slower links")
-    rows = [{"quantity": "lane rate (raw)",
+    raw = links.link_bandwidth(baud, bits, lanes, 1.0)
+    rows = [{"quantity": "lane rate (raw signalling)",
              "value": f"{links.lane_rate(baud, bits) / 1e9:g} Gb/s"},
-            {"quantity": "link", "value": units.fmt_bandwidth(link)},
-            {"quantity": f"GPU ({n_links} links)", "value": units.fmt_bandwidth(gpu)},
-            {"quantity": f"GPU ({n_links} links)",
+            {"quantity": "link raw (signalling)", "value": units.fmt_bandwidth(raw)},
+            {"quantity": "link data (after line coding)",
+             "value": units.fmt_bandwidth(link)},
+            {"quantity": f"GPU data ({n_links} links)",
+             "value": units.fmt_bandwidth(gpu)},
+            {"quantity": f"GPU data ({n_links} links)",
              "value": units.fmt_bandwidth(gpu.to_bidirectional())}]
     emit(rows, args.format, out)
     return 0

@@ -31,7 +31,12 @@ Under the table, a ``# CAVEAT`` line marks a preset that no measurement checks f
 collectives (no run of ours, no published nccl-tests result in ``gpulab/data``
 naming it, no ``gpulab fit`` calibration); in CSV/JSON it goes to stderr.
 ``--list-systems`` lists every node preset and cluster preset from the data files:
-GPUs, NVLink or PCIe, NICs, fabric, and whether collectives are checked.
+GPUs, NVLink or PCIe, NICs, fabric, and what each supports: ``copies`` (the copy
+kinds of its measured copy calibration, the hardware time; ``--caller pytorch: ...``
+where it has none, only the PyTorch-loop model), ``collectives`` (every preset;
+``checked`` where a measurement checks them, else ``unvalidated``) and ``multi_node``
+(``yes`` where the preset has a network, ``with --nics and --fabric`` where those
+flags must describe it).
 
 ``--collective NAME --ranks N`` (:func:`gpulab.collectives.predict`) prints what
 nccl-tests would print. The table has nccl-tests' out-of-place columns (``size``,
@@ -67,29 +72,45 @@ from .. import calibration, collectives, network, pcie, systems, units
 from .base import (add_network_args, check_network_flags, check_nvls,
                    describe_network, emit, nvls_enabled, one_line, resolve_system)
 
-__all__ = ["register", "parse_size", "sweep_sizes"]
+__all__ = ["register", "parse_size", "sweep_sizes", "MAX_SIZE"]
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kKmMgG]?)\s*$")
 _SUFFIX = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 _MAX_ROWS = 10_000
+#: Largest size of a sweep: 1 TiB (1024G), a bound of this command, above the memory
+#: of every GPU in gpulab/data (the models take any float; a size past it is a typo).
+MAX_SIZE = 1024**4
+_SIZES = ("1 to 1024G bytes (1 TiB) with an optional suffix K, M or G (powers of "
+          "1024, as in nccl-tests: 8, 64K, 4G)")
 
 
 def parse_size(text):
     """Parse a byte count like nccl-tests: ``8``, ``64K``, ``1.5M``, ``4G`` (K/M/G =
-    powers of 1024). Raises :class:`argparse.ArgumentTypeError` on bad input.
+    powers of 1024), from 1 byte to :data:`MAX_SIZE` (1 TiB = ``1024G``). T, P and
+    exponents (``1e6``) are refused, as nccl-tests knows only K, M and G. Raises
+    :class:`argparse.ArgumentTypeError` on bad input.
 
-    >>> parse_size("4G"), parse_size("64k"), parse_size("0.5K")
-    (4294967296, 65536, 512)
+    >>> parse_size("4G"), parse_size("64k"), parse_size("0.5K"), parse_size("1024G")
+    (4294967296, 65536, 512, 1099511627776)
     """
+    shown = repr(text[:40] + ("..." if len(text) > 40 else "")) \
+        if isinstance(text, str) else repr(text)
+    if isinstance(text, str) and re.match(r"^\s*-", text):
+        raise argparse.ArgumentTypeError(
+            f"invalid size {shown}: must be positive: {_SIZES}")
     m = _SIZE_RE.match(text) if isinstance(text, str) else None
     if not m:
-        raise argparse.ArgumentTypeError(
-            f"invalid size {text!r}: give bytes, optionally with K, M or G "
-            "(powers of 1024), e.g. 8, 64K, 4G")
+        why = ""
+        if isinstance(text, str) and re.match(r"^\s*[\d.]+\s*[tTpPeE]", text):
+            why = "; T, P and exponents are not taken (nccl-tests knows K, M, G)"
+        raise argparse.ArgumentTypeError(f"invalid size {shown}: give {_SIZES}{why}")
     value = float(m.group(1)) * _SUFFIX[m.group(2).lower()]
-    if value < 1 or not value.is_integer():
+    if value > MAX_SIZE:
         raise argparse.ArgumentTypeError(
-            f"invalid size {text!r}: must be a whole number of bytes >= 1")
+            f"invalid size {shown}: above the largest size, 1024G = 1 TiB "
+            f"({MAX_SIZE} bytes); give {_SIZES}")
+    if value < 1 or not value.is_integer():
+        raise argparse.ArgumentTypeError(f"invalid size {shown}: must be {_SIZES}")
     return int(value)
 
 
@@ -144,6 +165,16 @@ def _nics(s):
     return f"{nw.nics_per_node:g}x {rate:g}G" + (f" {nw.nic}" if nw.nic else "")
 
 
+def _copies_cell(system):
+    """--list-systems' copies column: the kinds of the hardware copy calibration
+    (default and --caller cuda), else the PyTorch-loop model's (--caller pytorch)."""
+    hw = _copy_kinds(system)
+    if hw:
+        return " ".join(hw)
+    loop = _copy_kinds(system, "pytorch")
+    return f"--caller pytorch: {' '.join(loop)}" if loop else "none"
+
+
 def _list_systems(args, out):
     """Every node preset (gpulab.systems) and every cluster preset
     (gpulab.network.CLUSTER_PRESETS), from the data files, one line each."""
@@ -162,8 +193,11 @@ def _list_systems(args, out):
                      "pcie": f"Gen{s.pcie.generation} x{s.pcie.lanes}",
                      "nics_per_node": _nics(s),
                      "fabric": nw.fabric if nw is not None else "none",
+                     "copies": _copies_cell(s),
                      "collectives": ("checked" if checked else "unvalidated") + (
                          "" if kind == "node" else " (2+ nodes)"),
+                     "multi_node": ("yes (--nodes N)" if nw is not None else
+                                    "with --nics and --fabric"),
                      "description": one_line(description)})
         if args.format != "table":
             rows[-1].update(collectives_check=what or None, source=source,
@@ -281,7 +315,72 @@ def _cmd_predict(args, out):
                      f"(at most {_MAX_ROWS})")
     if args.collective is not None:
         return _predict_collective(args, out, system, sizes)
+    _check_copy_support(parser, args, system)
     return _predict_copy(args, out, system, sizes)
+
+
+def _copy_kinds(system, caller=None):
+    """The copy kinds (of ``pcie.HARDWARE_COPY_KINDS``) ``system`` has a model for:
+    with ``caller`` None or ``cuda`` those of its hardware copy calibration
+    (:func:`gpulab.pcie.hardware_copy`, pinned memory, one direction), with
+    ``pytorch`` those of the PyTorch-loop model (:func:`gpulab.pcie.copy_time`)."""
+    kinds = []
+    for kind in pcie.HARDWARE_COPY_KINDS:
+        try:
+            if caller == "pytorch":
+                pcie.copy_time([1.0], kind, system=system, caller="pytorch")
+            else:
+                pcie.hardware_copy(kind, system=system)
+        except ValueError:
+            continue
+        kinds.append(kind)
+    return kinds
+
+
+def _copy_presets(kind, memory, direction):
+    """The node presets whose hardware copy calibration covers this copy."""
+    found = []
+    for name in systems.names():
+        try:
+            pcie.hardware_copy(kind, memory=memory, direction=direction, system=name)
+        except ValueError:
+            continue
+        found.append(name)
+    return found
+
+
+def _check_copy_support(parser, args, system):
+    """Refuse, before any model call, a copy the system has no model for: the
+    hardware time (default, and --caller cuda) needs a measured copy calibration;
+    --caller pytorch has the PyTorch-loop model of h2d, d2h and p2p."""
+    memory, direction = args.memory or "pinned", args.direction or "one"
+    if args.caller == "pytorch":
+        kinds = _copy_kinds(system, "pytorch")
+        if args.copy not in kinds:
+            parser.error(f"argument --copy: --caller pytorch models {', '.join(kinds)} "
+                         f"copies, not {args.copy}; give --caller cuda or leave "
+                         "--caller out for the hardware time")
+        return
+    try:
+        pcie.hardware_key(args.copy, memory=memory, direction=direction)
+    except ValueError as exc:
+        flag = "--direction" if "direction" in str(exc).split(";")[0] else "--memory"
+        parser.error(f"argument {flag}: {one_line(exc)}")
+    try:
+        pcie.hardware_copy(args.copy, memory=memory, direction=direction,
+                           system=system)
+    except ValueError:
+        what = " ".join(x for x in (args.copy, memory if args.copy in ("h2d", "d2h")
+                                    else "", "both directions" if direction == "both"
+                                    else "") if x)
+        has = _copy_presets(args.copy, memory, direction)
+        alt = ("; or --caller pytorch (PyTorch back-to-back loop model: "
+               f"{', '.join(_copy_kinds(system, 'pytorch'))} on {args.system})"
+               if args.copy in _copy_kinds(system, "pytorch") else "")
+        parser.error(f"argument --system: {args.system} has no measured copy "
+                     f"calibration for {what} copies (the hardware time needs one; "
+                     f"see --list-systems, column copies): presets with one: "
+                     f"{', '.join(has) or 'none'}{alt}")
 
 
 def _predict_copy(args, out, system, sizes):
@@ -554,13 +653,14 @@ def register(sub, fmt):
                    help="same as --gpus-per-process (nccl-tests' -g)")
     add_network_args(s)
     s.add_argument("--min-bytes", "-b", type=parse_size, default=8, metavar="SIZE",
-                   help="smallest size (default: 8)")
+                   help="smallest size, 1 to 1024G = 1 TiB (default: 8)")
     s.add_argument("--max-bytes", "-e", type=parse_size, default=4 * 1024**3,
-                   metavar="SIZE", help="largest size (default: 4G)")
+                   metavar="SIZE", help="largest size, 1 to 1024G = 1 TiB (default: 4G)")
     s.add_argument("--factor", "-f", type=_factor, default=2,
                    help="multiplication factor between sizes (default: 2)")
     s.add_argument("--list-systems", action="store_true",
                    help="list every node preset and cluster preset (GPUs, NVLink or "
-                        "PCIe, NICs, fabric, whether collectives are checked) and exit")
+                        "PCIe, NICs, fabric; which copies, collectives and multi-node "
+                        "runs each supports) and exit")
     s.add_argument("--format", **fmt)
     s.set_defaults(func=_cmd_predict, _predict_parser=s)

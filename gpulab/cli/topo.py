@@ -2,12 +2,14 @@
 
 For each GPU pair: the path class, whether peer-to-peer DMA is possible and
 why, the transport NCCL would pick, and the bottleneck bandwidth per direction
-(GB = 1e9 bytes) of the graph :mod:`gpulab.topology` builds from the matrix.
+(GB = 1e9 bytes; the data rate, after line coding, as ``gpulab specs`` prints it, not
+the raw signalling rate of ``nvidia-smi nvlink --status``) of the graph
+:mod:`gpulab.topology` builds from the matrix.
 """
 from __future__ import annotations
 
 from .. import topology, units
-from .base import emit, read_text_file
+from .base import clip, emit, read_text_file, short_message
 
 
 def _cmd_topo(args, out):
@@ -18,13 +20,18 @@ def _cmd_topo(args, out):
                                   pcie_generation=args.pcie_generation,
                                   lanes=args.lanes)
     except topology.TopoParseError as exc:
-        raise ValueError(f"{args.file}: line {exc.lineno}: {exc.message}: "
-                         f"{exc.line!r}") from None
+        # the message may quote the line already; a line may be megabytes: quote
+        # it once, cut to a few dozen characters
+        message = short_message(exc.message)
+        line = str(exc.line or "")
+        quoted = ("" if line.strip()[-40:] in str(exc.message)
+                  else f": {clip(line)!r}")
+        raise ValueError(f"{args.file}: line {exc.lineno}: {message}{quoted}") from None
     rows = []
     for r in topology.pair_table(topo, acs_enabled=args.acs, iommu=args.iommu,
                                  p2p_level=args.p2p_level):
         bw = r.pop("bottleneck")
-        rows.append({**r, "bottleneck_GBps_per_direction":
+        rows.append({**r, "bottleneck_data_GBps_per_direction":
                      f"{bw.bytes_per_s / units.GB:.1f}"})
     if args.format != "table":
         emit(rows, args.format, out)
@@ -39,8 +46,8 @@ def _cmd_topo(args, out):
         short.append({"pair": r["pair"], "class": r["class"],
                       "p2p": f"{r['p2p']} [{marks[0]}]",
                       "nccl_transport": f"{r['nccl_transport']} [{marks[1]}]",
-                      "bottleneck_GBps_per_direction":
-                          r["bottleneck_GBps_per_direction"]})
+                      "bottleneck_data_GBps_per_direction":
+                          r["bottleneck_data_GBps_per_direction"]})
     if not short:
         out.write("no GPU pairs in the matrix (one GPU)\n")
         return 0
@@ -52,7 +59,9 @@ def _cmd_topo(args, out):
               f"PCIe Gen{args.pcie_generation} x{args.lanes}, "
               f"ACS P2P redirect {'on' if args.acs else 'off'}, "
               f"IOMMU {args.iommu}, NCCL_P2P_LEVEL={args.p2p_level}. Bandwidths are "
-              "encoded line rates (GB = 1e9 B), before protocol overhead.\n")
+              "data rates per direction (GB = 1e9 B): the raw signalling rate x "
+              "line-code efficiency, before protocol overhead (raw and data per link: "
+              "gpulab specs nvlink; nvidia-smi nvlink --status prints the raw rate).\n")
     return 0
 
 
@@ -62,7 +71,8 @@ def register(sub, fmt):
         "topo", help="read `nvidia-smi topo -m` output: path classes, P2P, NCCL",
         description="Read the output of `nvidia-smi topo -m` and print, for each GPU "
                     "pair, the path class, whether P2P DMA is possible, the transport "
-                    "NCCL would use and the bottleneck bandwidth per direction.")
+                    "NCCL would use and the bottleneck bandwidth per direction "
+                    "(data rate, after line coding).")
     s.add_argument("file", help="file with the command's output")
     s.add_argument("--format", **fmt)
     s.add_argument("--nvlink-generation", type=int, default=4,

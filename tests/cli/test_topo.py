@@ -18,7 +18,7 @@ REAL = str(DATA.joinpath("measurements", "raw", "h200-x2-2026-11-30", "topo-m.tx
 LAYOUT_A = str(DATA.joinpath("topologies", "layout-a.txt"))
 DGX = str(DATA.joinpath("topologies", "dgx-h100.txt"))
 COLUMNS = ["pair", "class", "p2p", "p2p_reason", "nccl_transport", "nccl_reason",
-           "bottleneck_GBps_per_direction"]
+           "bottleneck_data_GBps_per_direction"]
 
 
 def run(*argv):
@@ -32,7 +32,7 @@ def test_table_on_the_real_capture():
     assert rc == 0
     lines = text.splitlines()
     assert lines[0].split() == ["pair", "class", "p2p", "nccl_transport",
-                                "bottleneck_GBps_per_direction"]
+                                "bottleneck_data_GBps_per_direction"]
     assert lines[1].split() == ["GPU0-GPU1", "NV18", "yes", "[1]", "P2P/NVLink", "[2]",
                                 "450.0"]
     assert "[1] NV18: NVLink peer access" in text
@@ -51,7 +51,7 @@ def test_csv_layout_a():
     assert by["GPU0-GPU4"]["class"] == "SYS" and by["GPU0-GPU4"]["p2p"] == "no"
     assert by["GPU0-GPU4"]["nccl_transport"] == "SHM"
     gen5_x16 = 32 * 16 * 128 / 130 / 8
-    assert float(by["GPU0-GPU1"]["bottleneck_GBps_per_direction"]) == \
+    assert float(by["GPU0-GPU1"]["bottleneck_data_GBps_per_direction"]) == \
         pytest.approx(gen5_x16, abs=0.05)
 
 
@@ -61,9 +61,9 @@ def test_json_dgx_and_options():
     assert rc == 0 and len(rows) == 28 and list(rows[0]) == COLUMNS
     assert {r["class"] for r in rows} == {"NV18"}
     assert {r["nccl_transport"] for r in rows} == {"P2P/NVLink"}
-    assert {r["bottleneck_GBps_per_direction"] for r in rows} == {"450.0"}
+    assert {r["bottleneck_data_GBps_per_direction"] for r in rows} == {"450.0"}
     _, text = run(DGX, "--format", "json", "--nvlink-generation", "5")
-    assert {r["bottleneck_GBps_per_direction"] for r in json.loads(text)} == {"900.0"}
+    assert {r["bottleneck_data_GBps_per_direction"] for r in json.loads(text)} == {"900.0"}
 
 
 def test_acs_iommu_and_p2p_level_options():
@@ -76,7 +76,7 @@ def test_acs_iommu_and_p2p_level_options():
     assert rows("--iommu", "passthrough")["GPU0-GPU1"]["p2p"] == "yes"
     assert rows("--p2p-level", "LOC")["GPU0-GPU1"]["nccl_transport"] == "SHM"
     slow = rows("--pcie-generation", "4", "--lanes", "8")["GPU0-GPU1"]
-    assert float(slow["bottleneck_GBps_per_direction"]) == pytest.approx(
+    assert float(slow["bottleneck_data_GBps_per_direction"]) == pytest.approx(
         16 * 8 * 128 / 130 / 8, abs=0.05)
 
 
