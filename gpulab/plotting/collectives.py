@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 from .._validate import check_choice, check_int
-from .style import COLORS, check_prediction, check_rates, remember_artists, sentinel_patch, cached_artists, bytes_axis, new_axes
+from .style import (COLORS, check_prediction, check_rates, remember_artists, sentinel_patch,
+                    cached_artists, bytes_axis, end_labels_clear_of_lines,
+                    legend_clear_of_lines, new_axes)
 from .. import collectives, units
 from .. import collectives as C
 
@@ -373,7 +375,8 @@ def plot_collective_prediction(prediction, *, message_bytes=None, metric="busbw"
         ax.set_ylim(10.0 ** np.floor(np.log10(lo / 1.5)),
                     10.0 ** np.ceil(np.log10(top * 2.5)))
     if mark is not None:
-        _place_note(ax, note, s[mark], y[mark], right=mark < 0.75 * s.size)
+        _place_note(ax, note, s[mark], y[mark], right=mark < 0.75 * s.size,
+                    avoid_y=line_rate.gb_per_s if show_rate else None)
     labels = [h.get_label() for h in handles]
     loc = "center left" if metric == "busbw" else "upper left"
     leg = ax.get_legend()
@@ -385,17 +388,20 @@ def plot_collective_prediction(prediction, *, message_bytes=None, metric="busbw"
     return ax
 
 
-def _place_note(ax, note, x, y, *, right):
+def _place_note(ax, note, x, y, *, right, avoid_y=None):
     """Put the marked point's note beside it, clear of the tick labels.
 
     Below the point, to its right (left for the last quarter of the sizes); above
-    it where the note would hang out of the Axes, on the side with room (the curve
-    rises to the right).
+    it where the note would hang out of the Axes or be crossed by the line at
+    ``avoid_y`` (data units), on the side with room (the curve rises to the right).
     """
     fx, fy = (ax.transScale + ax.transLimits).transform((x, y))
     pt = 72.0 / ax.figure.dpi
     room_below = fy * ax.bbox.height * pt           # [points] down to the x axis
     need = 6 + 2 * 1.25 * note.get_fontsize()       # offset plus two lines
+    if avoid_y is not None and avoid_y <= y:        # the line under the point
+        fl = (ax.transScale + ax.transLimits).transform((x, avoid_y))[1]
+        room_below = min(room_below, (fy - fl) * ax.bbox.height * pt - 2)
     if room_below >= need:
         dx, dy, va = (9 if right else -9), -6, "top"
     else:
@@ -425,6 +431,9 @@ def plot_collective_comparison(measured=None, predicted=None, *, metric="busbw",
         ``{label: colour}``; other labels take colours in turn.
     markers : dict, optional
         ``{label: matplotlib marker}`` for measured points (default ``"o"``).
+
+    The legend sits inside for busbw, at the first corner the line rate does not
+    cross; for time (curves that span decades) it sits below the Axes.
 
     Returns
     -------
@@ -488,8 +497,13 @@ def plot_collective_comparison(measured=None, predicted=None, *, metric="busbw",
     else:
         ax.set_yscale("log")
         ax.set_ylabel("Time per call [µs]")
-    ax.legend(handles=handles, loc="upper left", fontsize=8,
-              title="points: measured; lines: model", title_fontsize=8)
+    legend = dict(handles=handles, fontsize=8, title="points: measured; lines: model",
+                  title_fontsize=8)
+    if metric == "busbw":        # inside, where the line rate does not cross it
+        legend_clear_of_lines(ax, ["upper left", "center left", "lower right",
+                                   ("upper center", (0.5, -0.2))], **legend)
+    else:                        # times span decades: below the Axes, off every curve
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, **legend)
     return ax
 
 
@@ -635,4 +649,5 @@ def plot_fabric_algorithms(rows, *, line_rates=(), highlight=None, ax=None):
             line.set_visible(False)
             tag.set_visible(False)
     ax.set_xlim(0, top * 1.6)
+    end_labels_clear_of_lines(ax, labels)
     return ax

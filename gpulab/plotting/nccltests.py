@@ -10,7 +10,7 @@ import numpy as np
 
 from ..nccltests import Sweep
 from .. import units
-from .._validate import check_choice
+from .._validate import check_choice, check_int
 from .style import COLORS, check_rates, curve_arrays, bytes_axis, new_axes
 
 
@@ -67,8 +67,15 @@ def plot_time_curves(curves, *, marks=(), ax=None):
     return ax
 
 
-def plot_article_audit(sizes, claimed_busbw, curves, *, line_rate, ax=None):
+def plot_article_audit(sizes, claimed_busbw, curves, *, line_rate, n_ranks=None,
+                       ax=None):
     """Claimed nccl-tests busbw against model curves and the per-direction line rate.
+
+    The line rate caps a ring's busbw, not busbw itself: NVLS and other in-network
+    reductions move less than ``2(n-1)/n`` of the data over each link, so their
+    busbw may pass it (the dashed line's label says so). What no algorithm can pass
+    is algbw above the line rate, that is busbw above ``2(n-1)/n`` times it; that
+    band is shaded where ``n_ranks`` is given.
 
     Parameters
     ----------
@@ -77,7 +84,10 @@ def plot_article_audit(sizes, claimed_busbw, curves, *, line_rate, ax=None):
     curves : sequence of (label, sizes, busbw, kind)
         Reference busbw curves [B, B/s] (model or measurement).
     line_rate : units.Bandwidth
-        Per-direction line rate of one GPU; the band above it is shaded.
+        Per-direction line rate of one GPU, a dashed line.
+    n_ranks : int, optional
+        Ranks of the claimed AllReduce (>= 2): shades busbw above
+        ``2(n-1)/n`` x line rate, where algbw would exceed the line rate.
     ax : matplotlib.axes.Axes, optional
 
     Returns
@@ -86,6 +96,8 @@ def plot_article_audit(sizes, claimed_busbw, curves, *, line_rate, ax=None):
     """
     x, y = curve_arrays("claimed", "claimed table", sizes, claimed_busbw)
     (rate,) = check_rates([("line rate", line_rate, "nvlink")], "line_rate")
+    if n_ranks is not None:
+        n_ranks = check_int("n_ranks", n_ranks, low=2)
     checked = []
     for item in curves or ():
         if not (isinstance(item, tuple) and len(item) == 4):
@@ -97,13 +109,25 @@ def plot_article_audit(sizes, claimed_busbw, curves, *, line_rate, ax=None):
         checked.append((str(label), cx, cy, kind))
     ax = new_axes(ax)
     lr = rate[1].gb_per_s
-    top = max(float(y.max()) / units.GB, lr) * 1.15
-    ax.axhspan(lr, top, color=COLORS["comm"], alpha=0.08, lw=0)
+    cap = None if n_ranks is None else lr * 2 * (n_ranks - 1) / n_ranks
+    highest = max([float(y.max()) / units.GB, lr]
+                  + [float(cy.max()) / units.GB for _l, _x, cy, _k in checked])
+    top = max(highest * 1.15, (cap or 0.0) * 1.12)
     ax.axhline(lr, ls="--", lw=1.2, color=COLORS["nvlink"])
-    ax.annotate(f"line rate {lr:.0f} GB/s per direction", (1.0, lr),
-                xycoords=("axes fraction", "data"), xytext=(-3, -4),
-                textcoords="offset points", fontsize=8, ha="right", va="top",
+    # at the left end, where every busbw curve is still near zero
+    ax.annotate(f"line rate {lr:.0f} GB/s per direction: caps a ring's busbw;\n"
+                "NVLS (in-switch reduction) busbw may pass it", (0.0, lr),
+                xycoords=("axes fraction", "data"), xytext=(4, 3),
+                textcoords="offset points", fontsize=8, ha="left", va="bottom",
                 color=COLORS["nvlink"])
+    if cap is not None:
+        ax.axhspan(cap, top, color=COLORS["comm"], alpha=0.08, lw=0)
+        ax.axhline(cap, ls=":", lw=1.0, color=COLORS["comm"])
+        ax.annotate(f"shaded: algbw above the line rate (busbw > {cap:.0f} GB/s "
+                    f"with {n_ranks} ranks), impossible", (0.0, cap),
+                    xycoords=("axes fraction", "data"), xytext=(4, -3),
+                    textcoords="offset points", fontsize=8, ha="left",
+                    va="top", color=COLORS["comm"])
     for label, cx, cy, kind in checked:
         ax.plot(cx, cy / units.GB, "-", lw=1.4, color=COLORS[kind], label=label)
     ax.plot(x, y / units.GB, "X", ms=8, color=COLORS["comm"],
@@ -112,7 +136,7 @@ def plot_article_audit(sizes, claimed_busbw, curves, *, line_rate, ax=None):
     ax.set_ylim(0, top)
     ax.set_xlabel("Message size [B, binary prefixes]")
     ax.set_ylabel("busbw [GB/s, per direction]")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8)
     return ax
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from .. import units
 from .._validate import check_choice
 from .style import (COLORS, bytes_axis, cached_artists, check_prediction, check_rates, curve_arrays,
-                    new_axes, remember_artists, sentinel_patch)
+                    legend_clear_of_lines, new_axes, remember_artists, sentinel_patch)
 
 #: Colour per multi-node algorithm (and "direct", alltoall's).
 NETWORK_ALGO_COLORS = {"ring": COLORS["pcie"], "tree": COLORS["ib"],
@@ -200,7 +200,7 @@ def plot_ep_alltoall(curves, *, domain=None, domain_label="one node", ax=None):
     if not curves:
         raise ValueError("curves must hold at least one (label, ep_degrees, times, kind)")
     ax = new_axes(ax)
-    ticks = set()
+    ticks, labels = set(), set()
     for item in curves:
         if not (isinstance(item, tuple) and len(item) == 4):
             raise ValueError("curves must be (label, ep_degrees, times, kind) tuples; "
@@ -213,6 +213,7 @@ def plot_ep_alltoall(curves, *, domain=None, domain_label="one node", ax=None):
                              f"got {list(eps)!r}")
         ticks.update(x.tolist())
         ax.plot(x, y * 1e3, "o-", color=COLORS[kind], label=str(label))
+        labels.add(str(label))
     if domain is not None:
         ax.axvline(float(domain), ls=":", lw=1, color=COLORS["model"])
         ax.annotate(str(domain_label), (float(domain), 1.0),
@@ -222,8 +223,13 @@ def plot_ep_alltoall(curves, *, domain=None, domain_label="one node", ax=None):
     ticks = sorted(ticks)
     ax.set_xticks(ticks, [f"{v:g}" for v in ticks])
     ax.minorticks_off()
-    ax.set_ylim(bottom=0)
+    # headroom for the domain's label above every curve
+    top = max(float(np.max(ln.get_ydata())) for ln in ax.lines
+              if ln.get_label() in labels)
+    ax.set_ylim(0, top * 1.18 if top > 0 else 1.0)
     ax.set_xlabel("EP degree [ranks per expert group]")
     ax.set_ylabel("EP all-to-all time per layer [ms]")
-    ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 0.12))
+    legend_clear_of_lines(ax, [("lower right", (1.0, 0.12)), "center left",
+                               "upper left", ("upper center", (0.5, -0.2))],
+                          fontsize=8)
     return ax

@@ -7,7 +7,8 @@ Every ``plot_*`` takes ``ax=None``, draws from gpulab models or data, returns th
 from __future__ import annotations
 
 import numpy as np
-from .style import COLORS, curve_arrays, remember_artists, cached_artists, bytes_axis, new_axes
+from .style import (COLORS, curve_arrays, remember_artists, cached_artists, bytes_axis,
+                    end_labels_clear_of_lines, new_axes)
 from .. import units
 from .. import parallelism as par
 
@@ -313,6 +314,7 @@ def plot_memory_breakdown(results, *, capacity=None, usable=None, ax=None):
     top = max([float(totals.max())] + [v / units.GB for v in (cap, use)
                                         if v is not None])
     ax.set_xlim(0, _nice_ceil(top * 1.22))
+    end_labels_clear_of_lines(ax, ax._gpulab_state["artists"][1])
     return ax
 
 

@@ -163,3 +163,101 @@ def check_prediction(prediction, name="prediction"):
         raise ValueError(f"{name} must be a gpulab.collectives.Prediction "
                          "over at least two sizes")
     return prediction
+
+
+# === reference lines: keep texts and legends off them ====================================
+def _renderer(fig):
+    try:
+        return fig.canvas.get_renderer()
+    except AttributeError:  # pragma: no cover - every backend the book uses has one
+        return None
+
+
+def reference_lines(ax):
+    """``(line, horizontal, position [px])`` of each reference line of ``ax``.
+
+    A reference line is a visible, straight horizontal or vertical ``Line2D`` with a
+    line style that spans at least 90 % of the Axes (``axhline``, ``axvline``).
+    """
+    box = ax.bbox
+    out = []
+    for line in ax.lines:
+        if not line.get_visible() or line.get_linestyle() in ("None", "none", " ", ""):
+            continue
+        xy = np.column_stack([np.asarray(line.get_xdata(), dtype=float),
+                              np.asarray(line.get_ydata(), dtype=float)])
+        with np.errstate(all="ignore"):
+            pts = line.get_transform().transform(xy)
+        pts = pts[np.all(np.isfinite(pts), axis=1)]
+        if len(pts) < 2:
+            continue
+        (x0, y0), (x1, y1) = pts.min(axis=0), pts.max(axis=0)
+        if y1 - y0 <= 1.0 and x1 - x0 >= 0.9 * box.width:
+            out.append((line, True, y0))
+        elif x1 - x0 <= 1.0 and y1 - y0 >= 0.9 * box.height:
+            out.append((line, False, x0))
+    return out
+
+
+def crossed_by_reference_line(ax, box, pad=1.0):
+    """Whether a reference line of ``ax`` passes through ``box`` (display px)."""
+    for _line, flat, at in reference_lines(ax):
+        lo, hi = (box.y0, box.y1) if flat else (box.x0, box.x1)
+        if lo - pad < at < hi + pad:
+            return True
+    return False
+
+
+def legend_clear_of_lines(ax, places, **kwargs):
+    """``ax.legend(**kwargs)`` at the first of ``places`` that no reference line crosses.
+
+    ``places`` holds ``loc`` strings or ``(loc, bbox_to_anchor)`` pairs, in order of
+    preference; the first is kept where every one is crossed. Call it after the
+    axis limits are set.
+    """
+    renderer = _renderer(ax.figure)
+    leg = None
+    for i, place in enumerate(places):
+        loc, anchor = place if isinstance(place, tuple) else (place, None)
+        kw = dict(kwargs, loc=loc)
+        if anchor is not None:
+            kw["bbox_to_anchor"] = anchor
+        leg = ax.legend(**kw)
+        if renderer is None or not crossed_by_reference_line(
+                ax, leg.get_window_extent(renderer), pad=3.0):
+            return leg
+    first = places[0]
+    loc, anchor = first if isinstance(first, tuple) else (first, None)
+    kw = dict(kwargs, loc=loc)
+    if anchor is not None:
+        kw["bbox_to_anchor"] = anchor
+    return ax.legend(**kw)
+
+
+def end_labels_clear_of_lines(ax, labels, pad_pt=4.0):
+    """Move bar-end labels (annotations at the bar's end, offset ``pad_pt`` points to
+    the right) past every vertical reference line they would cross.
+
+    Call it after the x limits are set; the label keeps its row and starts
+    ``pad_pt`` points right of the last line it would have touched.
+    """
+    lines = sorted(at for _l, flat, at in reference_lines(ax) if not flat)
+    if not lines:
+        return
+    renderer = _renderer(ax.figure)
+    px_pt = ax.figure.dpi / 72.0
+    to_data = ax.transData.inverted()
+    for txt in labels:
+        if not txt.get_visible() or not txt.get_text():
+            continue
+        x_end, y = txt.xy
+        if renderer is not None:
+            width = txt.get_window_extent(renderer).width
+        else:  # pragma: no cover
+            width = 0.62 * txt.get_fontsize() * px_pt * len(txt.get_text())
+        start = ax.transData.transform((x_end, y))[0]
+        for at in lines:
+            left = start + pad_pt * px_pt
+            if left - 2.0 <= at <= left + 1.1 * width + 2.0:
+                start = at
+        txt.xy = (float(to_data.transform((start, 0.0))[0]), y)

@@ -12,6 +12,10 @@ collected: axis labels, tick labels, offset texts, ``ax.texts``, annotations, le
 entries and titles. Two of them must not overlap, and no text may reach into a legend
 that is not its own (the legend's whole box, frame or not). Boxes are the texts'
 window extents in pixels; overlaps of 1 px or less are tolerated.
+
+Reference lines (``axhline``/``axvline``, any straight line across the Axes) count
+too: none may cross a text (legend titles included) or a legend's box, and the label
+beside a reference line may not be crossed by a curve or covered by a marker.
 """
 from __future__ import annotations
 
@@ -115,8 +119,127 @@ def text_collisions(fig):
     return found
 
 
+def reference_lines(fig):
+    """The reference lines of ``fig``: (line, axes, display path clipped to the axes).
+
+    A reference line is a straight horizontal or vertical ``Line2D`` drawn with a
+    line style that spans at least 90 % of its Axes (``axhline``, ``axvline``, a
+    dashed line across the plot), visible and drawn.
+    """
+    out = []
+    for ax in fig.axes:
+        box = ax.bbox
+        for line in ax.lines:
+            if not line.get_visible() or line.get_linestyle() in ("None", "none", " ",
+                                                                 ""):
+                continue
+            pts = line.get_transform().transform(np.column_stack(
+                [np.asarray(line.get_xdata(), dtype=float),
+                 np.asarray(line.get_ydata(), dtype=float)]))
+            pts = pts[np.all(np.isfinite(pts), axis=1)]
+            if len(pts) < 2:
+                continue
+            (x0, y0), (x1, y1) = pts.min(axis=0), pts.max(axis=0)
+            flat = y1 - y0 <= 1.0 and x1 - x0 >= 0.9 * box.width
+            upright = x1 - x0 <= 1.0 and y1 - y0 >= 0.9 * box.height
+            inside = box.y0 - 1 <= y0 <= box.y1 + 1 and box.x0 - 1 <= x0 <= box.x1 + 1
+            if (flat or upright) and inside:
+                seg = Bbox([[max(x0, box.x0), max(y0, box.y0)],
+                            [min(x1, box.x1), min(y1, box.y1)]])
+                out.append((line, ax, seg))
+    return out
+
+
+def _crosses(seg, box):
+    """Whether the straight segment ``seg`` (a degenerate Bbox) passes through
+    ``box`` more than the tolerance deep."""
+    if seg.height <= 1.0:                       # horizontal
+        y = seg.y0
+        return (box.y0 + TOLERANCE_PX < y < box.y1 - TOLERANCE_PX
+                and min(seg.x1, box.x1) - max(seg.x0, box.x0) > TOLERANCE_PX)
+    x = seg.x0
+    return (box.x0 + TOLERANCE_PX < x < box.x1 - TOLERANCE_PX
+            and min(seg.y1, box.y1) - max(seg.y0, box.y0) > TOLERANCE_PX)
+
+
+def _curves(ax):
+    """The data lines of ``ax`` drawn with a line style (not reference lines)."""
+    return [line for line in ax.lines if line.get_visible()
+            and line.get_linestyle() not in ("None", "none", " ", "")]
+
+
+def _marked(ax):
+    """The visible lines of ``ax`` drawn with markers."""
+    return [line for line in ax.lines if line.get_visible()
+            and line.get_marker() not in (None, "None", "none", " ", "")]
+
+
+def _marker_hits(line, box):
+    """Whether a marker of ``line`` (its square, ``markersize`` points wide)
+    reaches into ``box``."""
+    with np.errstate(all="ignore"):
+        pts = line.get_transform().transform(np.column_stack(
+            [np.asarray(line.get_xdata(), dtype=float),
+             np.asarray(line.get_ydata(), dtype=float)]))
+    pts = pts[np.all(np.isfinite(pts), axis=1)]
+    r = line.get_markersize() * line.figure.dpi / 72.0 / 2.0
+    return bool(np.any((pts[:, 0] + r > box.x0) & (pts[:, 0] - r < box.x1)
+                       & (pts[:, 1] + r > box.y0) & (pts[:, 1] - r < box.y1)))
+
+
+def line_collisions(fig):
+    """Reference lines through texts or legends; curves through a reference line's
+    label.
+
+    Every drawn text (legend entries and titles included) must not be crossed by a
+    reference line of its figure, and no reference line may cross a legend box
+    (its whole box, title included, frame or not). A text in an Axes that lies
+    beside a reference line (within one text height of it) is that line's label:
+    no other line of the Axes may pass through it, no marker may cover it.
+    """
+    texts = drawn_texts(fig)
+    renderer = fig.canvas.get_renderer()
+    refs = reference_lines(fig)
+    found = []
+    for line, _ax, seg in refs:
+        name = line.get_label()
+        what = "reference line" + ("" if name.startswith("_") else f" {name!r}")
+        where = (f"at y={seg.y0:.0f} px" if seg.height <= 1.0
+                 else f"at x={seg.x0:.0f} px")
+        for t, b in texts:
+            if _crosses(seg, b):
+                found.append(f"{what} ({where}) crosses {t.get_text()!r}")
+        for leg in _legends(fig):
+            if _crosses(seg, leg.get_window_extent(renderer)):
+                entries = ", ".join(repr(t.get_text()) for t in leg.get_texts())
+                found.append(f"{what} ({where}) crosses the legend [{entries}]")
+    for t, b in texts:
+        ax = t.axes
+        if ax is None or t not in ax.texts:
+            continue
+        near = [ln for ln, a, seg in refs if a is ax and (
+            (seg.height <= 1.0 and b.y0 - b.height <= seg.y0 <= b.y1 + b.height)
+            or (seg.height > 1.0 and b.x0 - b.height <= seg.x0 <= b.x1 + b.height))]
+        if not near:
+            continue
+        inner = Bbox([[b.x0 + TOLERANCE_PX, b.y0 + TOLERANCE_PX],
+                      [b.x1 - TOLERANCE_PX, b.y1 - TOLERANCE_PX]])
+        for line in _curves(ax):
+            if any(line is ln for ln in near) or any(line is ln for ln, _a, _s in refs):
+                continue
+            path = line.get_transform().transform_path(line.get_path())
+            if path.intersects_bbox(inner, filled=False):
+                found.append(f"the line {line.get_label()!r} crosses the reference "
+                             f"line's label {t.get_text()!r}")
+        for line in _marked(ax):
+            if _marker_hits(line, inner):
+                found.append(f"a marker of {line.get_label()!r} covers the reference "
+                             f"line's label {t.get_text()!r}")
+    return found
+
+
 def check(fig, name):
-    found = text_collisions(fig)
+    found = text_collisions(fig) + line_collisions(fig)
     assert not found, f"{name}: texts collide:\n  " + "\n  ".join(found)
 
 
@@ -166,6 +289,58 @@ def test_checker_passes_texts_that_are_apart_hidden_or_clipped():
     ax.text(5.0, 0.1, "clipped away too", clip_on=True)
     ax.set_xlim(0, 1)
     assert text_collisions(fig) == []
+
+
+def test_checker_finds_a_reference_line_through_a_legend_title():
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="curve")
+    ax.set_ylim(0, 1)
+    leg = ax.legend(loc="upper left", title="points: measured; lines: model")
+    fig.draw_without_rendering()
+    title = leg.get_title().get_window_extent(fig.canvas.get_renderer())
+    y = ax.transData.inverted().transform(((title.x0 + title.x1) / 2,
+                                           (title.y0 + title.y1) / 2))[1]
+    ax.axhline(y, ls="--")
+    found = line_collisions(fig)
+    assert any("crosses 'points: measured; lines: model'" in f for f in found), found
+    assert any("crosses the legend ['curve']" in f for f in found), found
+
+
+def test_checker_finds_a_reference_line_through_a_text():
+    fig, ax = plt.subplots()
+    ax.set_xlim(0, 100)
+    ax.barh([0], [70])
+    ax.annotate("65.4 GB", (70, 0), xytext=(4, 0), textcoords="offset points",
+                va="center")
+    ax.axvline(80, ls="--")
+    assert any("crosses '65.4 GB'" in f for f in line_collisions(fig))
+
+
+def test_checker_finds_a_curve_or_marker_on_a_reference_lines_label():
+    fig, ax = plt.subplots()
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.axhline(0.5, ls="--")
+    ax.annotate("line rate 450", (1.0, 0.5), xycoords=("axes fraction", "data"),
+                xytext=(-3, -4), textcoords="offset points", ha="right", va="top")
+    ax.plot([0.8, 1.0], [0.0, 1.0], label="NVLS")
+    ax.plot([0.95], [0.47], "X", ms=8, label="claimed")
+    found = line_collisions(fig)
+    assert any("the line 'NVLS' crosses the reference line's label 'line rate 450'"
+               in f for f in found), found
+    assert any("a marker of 'claimed' covers" in f for f in found), found
+
+
+def test_checker_passes_a_label_beside_its_line_and_a_legend_off_it():
+    fig, ax = plt.subplots()
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.plot([0, 1], [0, 0.3], label="curve")
+    ax.axhline(0.8, ls="--")
+    ax.annotate("line rate", (0.0, 0.8), xycoords=("axes fraction", "data"),
+                xytext=(4, 3), textcoords="offset points", va="bottom")
+    ax.legend(loc="lower right")
+    assert line_collisions(fig) == []
 
 
 # === the plot functions with the arguments of tests/plotting/test_figures.py================
@@ -554,7 +729,7 @@ def _in_latency():
          "public 8× H20 (DeepEP#303)": deepep,
          "source article (implied)": (art_s[:3], art_t[:3])},
         {"measured 2× H200 (ours, pooled)": collectives.predict(
-            "all_reduce", s_all[small], 2, "h200-x2-measured"),
+            "all_reduce", s_all[small], 2, "h200-x2-measured", gpus_per_process=2),
          "model 8× H200": collectives.predict("all_reduce", s_all[small], 8,
                                               systems.get("hgx-h200"))},
         metric="time", markers={"source article (implied)": "x"},
@@ -840,7 +1015,7 @@ def _rn_floor():
 
 
 @book("reading_nccl_tests:fig-rn-audit", "plot_article_audit")
-def _rn_audit():
+def _rn_audit(**extra):
     article = [(8, 0.02, 0.04), (1024, 2.1, 3.7), (2 ** 20, 145, 253),
                (64 * 2 ** 20, 478, 836), (256 * 2 ** 20, 492, 861),
                (2 ** 30, 498, 871), (2 ** 31, 499, 873)]
@@ -862,7 +1037,13 @@ def _rn_audit():
                               algorithm="ring").busbw, "ib"),
          ("measured 2x H200 (ours)", ar.size_bytes.astype(float), ar.busbw,
           "pcie")],
-        line_rate=collectives.fabric_bandwidth(h100)).figure
+        line_rate=collectives.fabric_bandwidth(h100), **extra).figure
+
+
+def test_rn_audit_with_the_impossible_band_does_not_collide():
+    """The audit figure with its ranks given: the band where algbw would pass the
+    line rate and its label are drawn too."""
+    check(_rn_audit(n_ranks=8), "reading_nccl_tests:fig-rn-audit, n_ranks=8")
 
 
 @book("reading_nccl_tests:fig-rn-buckets", "plot_bucket_time")

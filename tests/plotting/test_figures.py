@@ -175,7 +175,7 @@ CALLS.update({
     "plot_article_audit": lambda: {
         "sizes": [8, 2 ** 20, 2 ** 30], "claimed_busbw": [4e7, 2.53e11, 8.71e11],
         "curves": [("model", [8, 2 ** 20, 2 ** 30], [1e6, 1e11, 4.5e11], "model")],
-        "line_rate": Bandwidth(450e9, PD)},
+        "line_rate": Bandwidth(450e9, PD), "n_ranks": 8},
     "plot_bucket_time": lambda: {
         "bucket_bytes": [2 ** 20, 2 ** 24, 2 ** 28], "total_time": [0.1, 0.01, 0.006],
         "chosen": (2 ** 24, 0.01), "one_call_time": 0.006},
