@@ -1,7 +1,7 @@
 # Build, test and run the course.  `make help` lists the targets.
 #   make book       build the HTML book into _build/html (offline-capable, -W)
 #   make test       book + unit tests/doctests + nbval on every notebook + browser tests
-#   make lab        JupyterLab at the repository root, opening START.ipynb (labs and chapters)
+#   make lab        JupyterLab on _work/ (your copies of the labs), opening START.ipynb
 #   make clean      remove build outputs and caches (make distclean: also .venv and _vendor)
 #   make answers    every lab executed with its solutions into _build/answers (instructors)
 #   make slides     one reveal.js deck per chapter into _build/slides (offline)
@@ -37,13 +37,13 @@ NBVAL_IGNORES      = $(shell if [ -f $(NBVAL_IGNORE_FILE) ]; then sed -e 's/\#.*
 NBVAL_ARGS         = --nbval-lax --nbval-current-env $(NBVAL_IGNORES) $(NBVAL_PATHS)
 
 .PHONY: help venv chromium vendor book test test-unit test-notebooks test-browser lab \
-        chapter-notebooks answers slides pdf wheelhouse \
+        chapter-notebooks lab-work answers slides pdf wheelhouse \
         clean distclean print-nbval-args mutation
 
 help:
 	@echo "make book       build the book into _build/html (creates .venv if needed)"
 	@echo "make test       build the book, then run all tests (what CI runs: .ci/run)"
-	@echo "make lab        JupyterLab at the repository root: http://localhost:$(LAB_PORT)/lab/tree/START.ipynb"
+	@echo "make lab        JupyterLab on your copies of the labs (_work/): http://localhost:$(LAB_PORT)/lab/tree/START.ipynb"
 	@echo "make clean      remove _build, caches; make distclean also removes .venv and _vendor"
 	@echo "make answers    run every lab with solutions into _build/answers (fails on a failed check)"
 	@echo "make slides     reveal.js decks per chapter into _build/slides (open index.html)"
@@ -176,18 +176,44 @@ mutation: venv
 	$(BIN)/python scripts/mutation.py $(MUTATION_ARGS)
 
 # ---- JupyterLab -------------------------------------------------------------------------
-# The server's root is the repository: START.ipynb lists the labs and the chapters. Chapters
-# open as executed copies in _build/chapters/ (their prose shows the numbers; the book's
-# execution cache is reused when `make book` ran); jupyter/jupyter_server_config.py makes the
-# .md sources read-only when opened as notebooks, so they are never rewritten.
+# The server's root is the learner's working folder $(LAB_WORK)/ (see lab-work), which looks
+# like the repository: START.ipynb lists the labs and the chapters. Chapters open as executed
+# copies in _build/chapters/ (their prose shows the numbers; the book's execution cache is
+# reused when `make book` ran); jupyter/jupyter_server_config.py makes the .md sources
+# read-only when opened as notebooks, so they are never rewritten.
 chapter-notebooks: venv
 	@echo "==> writing executed chapter notebooks into _build/chapters/ (first time: about a minute per chapter)"
 	@$(BIN)/python jupyter/chapter_notebooks.py
 
-lab: venv chapter-notebooks
-	@echo "==> starting JupyterLab at http://localhost:$(LAB_PORT)/lab/tree/START.ipynb (Ctrl+C to stop)"
+# The learner's working folder. Its labs/ holds the learner's own copies of labs/*.ipynb and
+# labs/README.md, copied once and never overwritten: saving (and JupyterLab's autosave,
+# every two minutes) writes there, never into a tracked lab, so `git pull` never conflicts
+# with a learner's work. The entries of LAB_LINKS (what START.ipynb, the labs and the
+# chapters link to) are relative symbolic links to the repository's, so START.ipynb's links
+# and the chapters' /lab/tree/labs/... links open the copies. $(LAB_WORK)/.gitignore ignores
+# the whole folder. A lab that changed after it was copied is named, with how to start again.
+LAB_WORK  := _work
+LAB_LINKS := START.ipynb README.md intro.md book _build gpulab measure tests
+
+lab-work:
+	@mkdir -p $(LAB_WORK)/labs
+	@[ -f $(LAB_WORK)/.gitignore ] || echo '*' > $(LAB_WORK)/.gitignore
+	@find $(LAB_WORK) -maxdepth 1 -type l ! -exec test -e {} \; -exec rm {} \;
+	@for f in $(LAB_LINKS); do \
+	  if [ -e $$f ] && ! [ -e $(LAB_WORK)/$$f ] && ! [ -L $(LAB_WORK)/$$f ]; then ln -s ../$$f $(LAB_WORK)/$$f; fi; \
+	done
+	@for f in labs/*.ipynb labs/README.md; do \
+	  w=$(LAB_WORK)/$$f; \
+	  if [ ! -e $$w ]; then cp $$f $$w; echo "==> your copy of $$f: $$w"; \
+	  elif [ $$f -nt $$w ] && ! cmp -s $$f $$w; then \
+	    echo "note: $$f changed after you copied it; your copy $$w is kept. To start again from the new version, rename your copy and run make lab again."; \
+	  fi; \
+	done
+
+lab: venv chapter-notebooks lab-work
+	@echo "==> starting JupyterLab on $(LAB_WORK)/ (your copies of the labs) at http://localhost:$(LAB_PORT)/lab/tree/START.ipynb (Ctrl+C to stop)"
 	JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH} \
-	  $(BIN)/python -m jupyterlab --no-browser --port=$(LAB_PORT) --ServerApp.root_dir=$(CURDIR) \
+	  $(BIN)/python -m jupyterlab --no-browser --port=$(LAB_PORT) --ServerApp.root_dir=$(CURDIR)/$(LAB_WORK) \
 	  --LabApp.default_url=/lab/tree/START.ipynb $(LAB_ARGS)
 
 # ---- cleaning ---------------------------------------------------------------------------

@@ -13,16 +13,21 @@ and each exercise ends with a ✓ check cell that calls :func:`check`. What a st
 sees:
 
 * ``✓ name: value`` when the answer is right;
-* ``… exercise name: not attempted yet (skipped)`` while the answer is still ``None``,
-  so that *Run All Cells* always works;
-* an ``AssertionError`` starting ``Exercise name:`` that says what was expected, in
-  which unit and direction, what was given, names the classic slip (a factor of 2, 8,
-  GiB/GB or a unit prefix, see :func:`factor_note`) and ends with a ``Hint:`` line.
+* ``… exercise name: not attempted yet (skipped)`` while the answer is still ``None``
+  (or ``...``), and nothing else about the exercise;
+* ``✗ Exercise name: ...`` when the answer is wrong: what was expected, in which unit
+  and direction, what was given, the classic slip (a factor of 2, 8, GiB/GB or a unit
+  prefix, see :func:`factor_note`) and a last ``Hint:`` line. In a notebook it is shown
+  as a red box, with no traceback, and nothing is raised: *Run All Cells* goes on to
+  the next exercise and the explorers below.
 
-The course's tests set ``GPULAB_LAB_SOLUTIONS=1``: the labs' solution cells then fill
-in the answers, and an answer left ``None`` is an error instead of a skip
-(:func:`solutions_on`). Nothing here imports matplotlib, ipywidgets or IPython;
-:func:`show_table` imports IPython's display only when it is called.
+Every check records its outcome (:func:`results`). The course's tests and the answer
+keys run *strict* (:func:`strict_on`): ``GPULAB_LAB_SOLUTIONS=1`` (the labs' solution
+cells then fill in the answers, :func:`solutions_on`) or ``GPULAB_LAB_STRICT=1``. A
+wrong answer then raises an ``AssertionError`` with the same message, and an answer left
+``None`` is an error instead of a skip. Nothing here imports matplotlib, ipywidgets or
+IPython at import time: a failure in a notebook and :func:`show_table` import IPython's
+display when they need it.
 
 Examples
 --------
@@ -32,9 +37,9 @@ Examples
 ...       units.Bandwidth.from_gb_per_s(900, "bidirectional").to_per_direction())
 ✓ 1: 450 GB/s per direction
 >>> check("2", 400, 50.0, unit="GB/s")
-Traceback (most recent call last):
-...
-AssertionError: Exercise 2: expected 50 GB/s (within 0.1%), got 400 GB/s. Your value is 8x too large: bits vs bytes? (1 byte = 8 bits)
+✗ Exercise 2: expected 50 GB/s (within 0.1%), got 400 GB/s. Your value is 8x too large: bits vs bytes? (1 byte = 8 bits)
+>>> results()["2"][0]
+'fail'
 >>> show(2.5e-6, "s")
 '2.5e-06 s'
 """
@@ -43,16 +48,23 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import sys
 from collections.abc import Mapping
 
 from . import units
 
-__all__ = ["SOLUTIONS_ENV", "solutions_on", "status_line", "show",
-           "factor_note", "unanswered", "check", "check_slips", "markdown_table",
-           "show_table"]
+__all__ = ["SOLUTIONS_ENV", "STRICT_ENV", "solutions_on", "strict_on", "status_line",
+           "show", "factor_note", "unanswered", "check", "check_slips", "fail",
+           "results", "markdown_table", "show_table"]
 
 #: The environment variable that switches the labs' solution cells on (value ``"1"``).
 SOLUTIONS_ENV = "GPULAB_LAB_SOLUTIONS"
+#: The environment variable that makes a failed check raise (value ``"1"``), as
+#: ``GPULAB_LAB_SOLUTIONS=1`` does, without the solutions.
+STRICT_ENV = "GPULAB_LAB_STRICT"
+
+# The outcome of every check this process ran: {name: (status, message)}, see results().
+_RESULTS = {}
 
 # The slips that factor_note names: (factor, what it usually means).
 _PREFIX = "a unit prefix? Answer in the unit asked for."
@@ -81,6 +93,125 @@ def solutions_on():
     True
     """
     return os.environ.get(SOLUTIONS_ENV) == "1"
+
+
+def strict_on():
+    """Whether a failed check raises: ``GPULAB_LAB_SOLUTIONS=1`` or ``GPULAB_LAB_STRICT=1``.
+
+    The course's tests (nbval) and the answer keys run strict, so that a failed check
+    fails them; a student's notebook is not strict, so that a failed check shows its
+    message and *Run All Cells* goes on. Read at every call.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> import os
+    >>> strict_on() == (os.environ.get("GPULAB_LAB_SOLUTIONS") == "1"
+    ...                 or os.environ.get("GPULAB_LAB_STRICT") == "1")
+    True
+    """
+    return solutions_on() or os.environ.get(STRICT_ENV) == "1"
+
+
+def results():
+    """The outcome of every check run so far in this kernel, the last one per name.
+
+    Returns
+    -------
+    dict
+        ``{name: (status, message)}``, status one of ``"pass"``, ``"fail"`` and
+        ``"skipped"`` (not attempted), message the line the student saw. A copy:
+        changing it changes nothing here.
+
+    Examples
+    --------
+    >>> check("results-demo", 2.0, 2.0)
+    ✓ results-demo: 2
+    >>> results()["results-demo"]
+    ('pass', '✓ results-demo: 2')
+    """
+    return dict(_RESULTS)
+
+
+def _record(name, status, message):
+    _RESULTS[name] = (status, message)
+
+
+def _in_notebook():
+    """True inside a Jupyter kernel (IPython already imported and running one)."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    shell = ipython.get_ipython()
+    return shell is not None and hasattr(shell, "kernel")
+
+
+def _show_failure(text):
+    """A failure as the student sees it: a red box in a notebook, else one printed line."""
+    line = f"✗ {text}"
+    if not _in_notebook():
+        print(line)
+        return
+    import html
+
+    from IPython.display import display  # only here: a notebook-only path
+
+    first, _, rest = text.partition("\n")
+    body = f"<b>✗ {html.escape(first)}</b>"
+    if rest:
+        body += "<br>" + "<br>".join(html.escape(x) for x in rest.split("\n"))
+    box = ('<div style="border-left: 4px solid #c62828; background: #fdecea; '
+           'color: #5f1111; padding: 6px 10px; margin: 2px 0; white-space: pre-wrap; '
+           f'font-family: var(--jp-code-font-family, monospace);">{body}</div>')
+    display({"text/html": box, "text/plain": line}, raw=True)
+
+
+def fail(name, problem, hint=""):
+    """Report a wrong answer of exercise ``name``, for checks of a lab's own kind.
+
+    Shows ``✗ Exercise NAME: PROBLEM`` (and a ``Hint:`` line), records it
+    (:func:`results`) and returns; under :func:`strict_on` it raises instead.
+    :func:`check` and :func:`check_slips` report through it.
+
+    Parameters
+    ----------
+    name : str
+        The exercise, as the messages name it ("1", "8 (generation)").
+    problem : str
+        What is wrong, as a sentence.
+    hint : str
+        Printed as a last ``Hint:`` line ("" for none).
+
+    Raises
+    ------
+    AssertionError
+        ``Exercise NAME: PROBLEM``, only under :func:`strict_on`.
+    ValueError
+        If ``name`` is not a non-empty string, or ``problem`` or ``hint`` not a string.
+
+    Examples
+    --------
+    >>> fail("2", "your function raised ZeroDivisionError: division by zero")
+    ✗ Exercise 2: your function raised ZeroDivisionError: division by zero
+    """
+    _check_str("name", name, empty=False)
+    _check_str("problem", problem, empty=False)
+    _check_str("hint", hint)
+    msg = f"Exercise {name}: {problem}"
+    if hint:
+        msg += f"\nHint: {hint}"
+    _record(name, "fail", f"✗ {msg}")
+    if strict_on():
+        raise AssertionError(msg)
+    _show_failure(msg)
+
+
+def _unattempted(value):
+    """None, or the ``...`` of a template: not attempted."""
+    return value is None or value is Ellipsis
 
 
 def status_line():
@@ -225,7 +356,8 @@ def factor_note(got, want):
 
 
 def unanswered(name, value):
-    """Handle an answer that is still ``None``: skip it, or fail under the tests.
+    """Handle an answer that is still ``None`` (or ``...``): skip it, or fail under the
+    tests.
 
     For checks of a lab's own kind (a function, a plot) that cannot use
     :func:`check`::
@@ -243,9 +375,10 @@ def unanswered(name, value):
     Returns
     -------
     bool
-        True when ``value`` is None and solutions are off: the line
+        True when ``value`` is None or ``...`` and solutions are off: the line
         ``… exercise NAME: not attempted yet (skipped)`` has been printed and the
-        check should stop. False when there is an answer to check.
+        check should stop, revealing nothing more. False when there is an answer to
+        check.
 
     Raises
     ------
@@ -261,11 +394,14 @@ def unanswered(name, value):
     False
     """
     _check_str("name", name, empty=False)
-    if value is not None:
+    if not _unattempted(value):
         return False
     if solutions_on():
+        _record(name, "fail", f"✗ Exercise {name}: not answered")
         raise AssertionError(f"Exercise {name}: not answered")
-    print(f"… exercise {name}: not attempted yet (skipped)")
+    line = f"… exercise {name}: not attempted yet (skipped)"
+    _record(name, "skipped", line)
+    print(line)
     return True
 
 
@@ -330,7 +466,8 @@ def check(name, value, expected, rel=1e-3, hint="", unit=""):
     name : str
         The exercise, as the messages name it ("1", "10 (sum)").
     value : object
-        The student's answer; ``None`` means not attempted (see :func:`unanswered`).
+        The student's answer; ``None`` (or ``...``) means not attempted (see
+        :func:`unanswered`).
     expected : object
         What the answer must be; its kind decides the comparison:
 
@@ -352,11 +489,17 @@ def check(name, value, expected, rel=1e-3, hint="", unit=""):
     unit : str
         The unit of plain numbers, in the messages ("GB/s", "B", "(ratio)").
 
+    Returns
+    -------
+    None
+        The outcome is shown and recorded (:func:`results`), not returned, so that a
+        check as a cell's last line displays nothing more.
+
     Raises
     ------
     AssertionError
-        ``Exercise NAME: ...`` when the answer is wrong, or not answered while
-        ``GPULAB_LAB_SOLUTIONS=1``.
+        ``Exercise NAME: ...`` under :func:`strict_on` only: when the answer is wrong,
+        or not answered while ``GPULAB_LAB_SOLUTIONS=1``.
     ValueError
         If an argument is of the wrong kind: ``name`` not a non-empty string,
         ``expected`` None or of no kind listed above (or a float that is not finite),
@@ -364,9 +507,9 @@ def check(name, value, expected, rel=1e-3, hint="", unit=""):
 
     Notes
     -----
-    Prints ``✓ NAME: VALUE`` when the answer is right and
+    Prints ``✓ NAME: VALUE`` when the answer is right,
     ``… exercise NAME: not attempted yet (skipped)`` when it is None and solutions
-    are off.
+    are off, and shows ``✗ Exercise NAME: ...`` (:func:`fail`) when it is wrong.
 
     Examples
     --------
@@ -378,9 +521,7 @@ def check(name, value, expected, rel=1e-3, hint="", unit=""):
     >>> check("1", units.Bandwidth.from_gb_per_s(900, "bidirectional"),
     ...       units.Bandwidth.from_gb_per_s(450, "per_direction"),
     ...       hint="call .to_per_direction()")
-    Traceback (most recent call last):
-    ...
-    AssertionError: Exercise 1: expected a per_direction figure, got 900 GB/s bidirectional (the right value once converted: call .to_per_direction())
+    ✗ Exercise 1: expected a per_direction figure, got 900 GB/s bidirectional (the right value once converted: call .to_per_direction())
     Hint: call .to_per_direction()
     """
     _check_str("name", name, empty=False)
@@ -400,11 +541,11 @@ def check(name, value, expected, rel=1e-3, hint="", unit=""):
         return
     problem = _problem(value, expected, rel, unit)
     if problem:
-        msg = f"Exercise {name}: {problem}"
-        if hint:
-            msg += f"\nHint: {hint}"
-        raise AssertionError(msg)
-    print(f"✓ {name}: {show(value, unit)}")
+        fail(name, problem, hint)
+        return
+    line = f"✓ {name}: {show(value, unit)}"
+    _record(name, "pass", line)
+    print(line)
 
 
 def check_slips(name, value, slips, rel=1e-6):
@@ -422,10 +563,19 @@ def check_slips(name, value, slips, rel=1e-6):
     rel : float
         Relative tolerance of the match, in (0, 1).
 
+    Returns
+    -------
+    bool
+        True when a slip matched: ``✗ Exercise NAME: got VALUE. WHY`` (the first one
+        that matches) has been shown through :func:`fail`; the general check should
+        then be skipped (``if not check_slips(...): check(...)``), or the student
+        would read two messages about one answer.
+
     Raises
     ------
     AssertionError
-        ``Exercise NAME: got VALUE. WHY`` for the first slip that matches.
+        ``Exercise NAME: got VALUE. WHY`` for the first slip that matches, under
+        :func:`strict_on` only.
     ValueError
         If ``name`` is not a non-empty string, ``rel`` not in (0, 1), or ``slips`` not
         an iterable of (real number, str) pairs.
@@ -433,13 +583,27 @@ def check_slips(name, value, slips, rel=1e-6):
     Examples
     --------
     >>> check_slips("4", 7.0, [(8.0, "Count the ranks again.")])
+    False
     >>> check_slips("4", 8.0, [(8.0, "Count the ranks again.")])
-    Traceback (most recent call last):
-    ...
-    AssertionError: Exercise 4: got 8. Count the ranks again.
+    ✗ Exercise 4: got 8. Count the ranks again.
+    True
     """
     _check_str("name", name, empty=False)
     rel = _check_rel(rel)
+    slips = _slip_list(slips)
+    try:
+        got = float(value)
+    except (TypeError, ValueError):
+        return False
+    for wrong, why in slips:
+        if math.isclose(got, float(wrong), rel_tol=rel):
+            fail(name, f"got {show(got)}. {why}")
+            return True
+    return False
+
+
+def _slip_list(slips):
+    """``slips`` as a list of (real number, str) pairs, or ValueError."""
     if isinstance(slips, (str, bytes, Mapping)):
         raise ValueError(f"slips must be a list of (wrong value, why) pairs; got {slips!r}")
     try:
@@ -452,13 +616,7 @@ def check_slips(name, value, slips, rel=1e-6):
                 and _is_number(slip[0]) and isinstance(slip[1], str)):
             raise ValueError(f"slips[{i}] must be a (wrong value, why) pair of a real "
                              f"number and a str; got {slip!r}")
-    try:
-        got = float(value)
-    except (TypeError, ValueError):
-        return
-    for wrong, why in slips:
-        if math.isclose(got, float(wrong), rel_tol=rel):
-            raise AssertionError(f"Exercise {name}: got {show(got)}. {why}")
+    return slips
 
 
 def _cell(x):

@@ -7,9 +7,11 @@ comes from the model layer. Factories return the widget (never display it).
 from __future__ import annotations
 
 import html
+import textwrap
 
 import ipywidgets as W
-from .base import Explorer, PNGView, TwoPanelView, set_ranks, system_ranks_controls
+from .base import (Explorer, PNGView, TwoPanelView, set_ranks, split_figure,
+                   system_ranks_controls)
 from .. import collectives, parallelism, plotting, systems, units
 
 
@@ -153,8 +155,11 @@ class _LayoutExplorer(Explorer):
                                       layout=W.Layout(width="180px")),
         }
         self._cache = {}
-        self.step = None
+        self.step = None        # the StepTime drawn (None: the setting cannot run)
         self._fit_note = ""
+        self._refused = ""      # why the current setting cannot run ("" if it can)
+        self._hidden = []       # data artists hidden while a refused setting is shown
+        self._note = None       # the figure's "cannot run" note (a figure text)
         super().__init__(controls, TwoPanelView())
         self.update()
 
@@ -184,9 +189,48 @@ class _LayoutExplorer(Explorer):
 
     def update(self):
         self._fit_note = ""
+        self._refused = ""
         super().update()
-        if self._fit_note and not self.message.value:
+        if self.message.value:
+            # refused: the figure must not keep showing the last setting that ran
+            self.step = None
+            self.summary.value = ""
+            self._draw_refused(self._refused or "this setting cannot be drawn: see "
+                                                "the message above")
+        elif self._fit_note:
             self.show_message(self._fit_note)
+
+    def _draw_refused(self, reason):
+        """Clear the data of both panels and write why in the middle of the figure."""
+        view = self.view
+
+        def draw(_ax):
+            for a in split_figure(view.fig)[1]:
+                if a.get_visible() and a not in view.ax_memory.spines.values() \
+                        and a not in view.ax_step.spines.values():
+                    a.set_visible(False)
+                    self._hidden.append(a)
+            text = "\n".join(["Nothing to draw for this setting:"]
+                             + textwrap.wrap(reason, 48))
+            if self._note is None:
+                box = view.ax_memory.get_position()    # over the memory panel
+                self._note = view.fig.text(
+                    (box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2, text, ha="center",
+                    va="center", fontsize=10,
+                    color="#8a1c1c", bbox={"boxstyle": "round", "fc": "#fdecea",
+                                           "ec": "#f5c2c0"})
+            self._note.set_text(text)
+            self._note.set_visible(True)
+
+        view.render(draw)
+
+    def _restore_drawn(self):
+        """Undo :meth:`_draw_refused` before the plot functions update their artists."""
+        for a in self._hidden:
+            a.set_visible(True)
+        self._hidden = []
+        if self._note is not None:
+            self._note.set_visible(False)
 
     def _update(self):
         c = self.controls
@@ -196,8 +240,8 @@ class _LayoutExplorer(Explorer):
                int(c["global_batch"].value), int(c["micro_batch"].value))
         try:
             st = self._step(key)
-        except ValueError:
-            self.summary.value = ""
+        except ValueError as exc:
+            self._refused = str(exc)
             raise
         self.step = st
         sysobj = systems.get(key[1])
@@ -206,6 +250,7 @@ class _LayoutExplorer(Explorer):
         view = self.view
 
         def draw(_ax):
+            self._restore_drawn()
             plotting.plot_memory_breakdown([(LAYOUT_LABELS[0], st)], capacity=cap,
                                            usable=usable, ax=view.ax_memory)
             plotting.plot_step_breakdown([(LAYOUT_LABELS[1], st)],
@@ -247,9 +292,11 @@ def layout_explorer(model="13b", system="dgx-h100", tp=2, pp=2, dp=2, *, zero=1,
     (sequences). Calls :func:`gpulab.parallelism.step_time` (results cached per
     setting) and draws :func:`gpulab.plotting.plot_memory_breakdown` (against the
     GPU's memory and the usable share) above
-    :func:`gpulab.plotting.plot_step_breakdown`. A layout that breaks a
-    divisibility rule shows the reasons; one that does not fit is drawn, with the
-    memory it lacks in the message.
+    :func:`gpulab.plotting.plot_step_breakdown`. A layout that cannot run (it breaks
+    a divisibility rule, or needs more GPUs than the system has) shows the reasons,
+    and the figure is cleared with a note saying why, so that it never shows an
+    earlier layout; one that does not fit is drawn, with the memory it lacks in the
+    message.
     """
     if model not in parallelism.model_names():
         raise ValueError(f"model must be one of {', '.join(parallelism.model_names())}"

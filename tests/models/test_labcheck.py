@@ -1,6 +1,9 @@
 """gpulab.labcheck: the labs' ✓ checks, skip lines, slips and tables.
 
 The messages are what students read in the labs, so the tests pin them word for word.
+Most tests run strict (``GPULAB_LAB_STRICT=1``, as the course's tests do), so that a
+failure is an ``AssertionError`` whose message they read; the ``students`` fixture runs
+as a student does: a failure is shown and recorded, and nothing is raised.
 """
 from __future__ import annotations
 
@@ -14,8 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpulab import labcheck, units
-from gpulab.labcheck import (check, check_slips, factor_note, markdown_table, show,
-                             show_table, solutions_on, status_line, unanswered)
+from gpulab.labcheck import (check, check_slips, fail, factor_note, markdown_table,
+                             results, show, show_table, solutions_on, status_line,
+                             strict_on, unanswered)
 
 PD, BD = "per_direction", "bidirectional"
 GIB_GB = units.GiB / units.GB
@@ -39,10 +43,19 @@ def failure(*args, **kwargs):
     return str(info.value)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def strict():
+    """Failures raise (GPULAB_LAB_STRICT=1) unless a test runs as ``students``."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GPULAB_LAB_STRICT", "1")
+        yield
+
+
 @pytest.fixture
 def students(monkeypatch):
-    """As a student runs a lab: GPULAB_LAB_SOLUTIONS unset."""
+    """As a student runs a lab: GPULAB_LAB_SOLUTIONS and GPULAB_LAB_STRICT unset."""
     monkeypatch.delenv("GPULAB_LAB_SOLUTIONS", raising=False)
+    monkeypatch.delenv("GPULAB_LAB_STRICT", raising=False)
 
 
 @pytest.fixture
@@ -409,8 +422,8 @@ def test_check_slips_names_the_first_matching_slip():
 
 def test_check_slips_silent_otherwise(capsys):
     for value in (2 ** 22 * 7 / 4, None, bw(450), "abc", [1, 2], 3.67002e6):
-        assert check_slips("3", value, RING) is None
-    assert check_slips("3", 1.0, []) is None
+        assert check_slips("3", value, RING) is False
+    assert check_slips("3", 1.0, []) is False
     assert capsys.readouterr().out == ""
 
 
@@ -454,6 +467,105 @@ def test_check_slips_rejects_bad_arguments(kwargs, match):
     args = {"name": "1", "value": 7.0, "slips": [(7.0, "why")]} | kwargs
     with pytest.raises(ValueError, match=match):
         check_slips(**args)
+
+
+# --- as a student runs a lab: no traceback, nothing raised, outcomes recorded ----------
+@pytest.mark.parametrize("env, on", [({}, False), ({"GPULAB_LAB_STRICT": "1"}, True),
+                                     ({"GPULAB_LAB_SOLUTIONS": "1"}, True),
+                                     ({"GPULAB_LAB_STRICT": "yes"}, False)])
+def test_strict_on(students, monkeypatch, env, on):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert strict_on() is on
+
+
+def test_a_wrong_answer_is_shown_not_raised_for_students(students, capsys):
+    assert check("2 (link)", 400.0, 50.0, unit="GB/s", hint="bytes, not bits") is None
+    out = capsys.readouterr().out
+    assert out == ("✗ Exercise 2 (link): expected 50 GB/s (within 0.1%), got 400 GB/s. "
+                   "Your value is 8x too large: bits vs bytes? (1 byte = 8 bits)\n"
+                   "Hint: bytes, not bits\n")
+    assert "Traceback" not in out and "labcheck.py" not in out
+    status, message = results()["2 (link)"]
+    assert status == "fail" and message == out.rstrip("\n")
+
+
+def test_results_keeps_the_last_outcome_per_name(students, capsys):
+    check("r", None, 1.0)
+    assert results()["r"] == ("skipped", "… exercise r: not attempted yet (skipped)")
+    check("r", 2.0, 1.0)
+    assert results()["r"][0] == "fail"
+    check("r", 1.0, 1.0)
+    assert results()["r"] == ("pass", "✓ r: 1")
+    results().clear()                      # a copy
+    assert "r" in results()
+
+
+def test_a_wrong_answer_under_strict_raises_and_is_recorded(capsys):
+    with pytest.raises(AssertionError, match="^Exercise s1: expected 2, got 3$"):
+        check("s1", 3, 2)
+    assert results()["s1"] == ("fail", "✗ Exercise s1: expected 2, got 3")
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("value", [None, ...])
+def test_not_attempted_reveals_nothing(students, capsys, value):
+    check("5", value, 24.6, unit="s", hint="TP16: 24.6 s/step")
+    assert check_slips("5", value, [(17.9, "TP8 PP2")]) is False
+    assert capsys.readouterr().out == "… exercise 5: not attempted yet (skipped)\n"
+    assert unanswered("5", value) is True
+
+
+def test_a_slip_then_the_general_check_gives_one_message(students, capsys):
+    """The labs' pattern: ``if not check_slips(...): check(...)``."""
+    for value, line in ((2 ** 22 * 7 / 8, "✗ Exercise 3: got 3.67002e+06. That is one "
+                                          "phase only.\n"),
+                        (2 ** 22 * 7 / 4, "✓ 3: 7.34003e+06 B\n")):
+        if not check_slips("3", value, RING):
+            check("3", value, 2 ** 22 * 7 / 4, unit="B", hint="not shown")
+        assert capsys.readouterr().out == line
+
+
+def test_check_slips_for_students_shows_and_returns_true(students, capsys):
+    assert check_slips("3", 2 ** 22 * 7 / 8, RING) is True
+    assert capsys.readouterr().out == "✗ Exercise 3: got 3.67002e+06. That is one phase only.\n"
+
+
+def test_fail(students, capsys):
+    assert fail("2", "your function raised KeyError: 3", hint="index the chunks") is None
+    assert capsys.readouterr().out == ("✗ Exercise 2: your function raised KeyError: 3\n"
+                                       "Hint: index the chunks\n")
+    assert results()["2"][0] == "fail"
+    for kwargs, match in (({"name": ""}, "^name must"), ({"problem": ""}, "^problem must"),
+                          ({"hint": None}, "^hint must")):
+        with pytest.raises(ValueError, match=match):
+            fail(**({"name": "2", "problem": "wrong"} | kwargs))
+
+
+def test_fail_under_strict_raises():
+    with pytest.raises(AssertionError, match="^Exercise 2: wrong\nHint: h$"):
+        fail("2", "wrong", hint="h")
+
+
+def test_in_a_notebook_a_wrong_answer_is_a_red_box_and_run_all_goes_on(tmp_path,
+                                                                        monkeypatch):
+    """A real kernel, as a student's Run All: no error output, the next cell runs."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    for var in ("GPULAB_LAB_STRICT", "GPULAB_LAB_SOLUTIONS"):
+        monkeypatch.delenv(var, raising=False)
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("from gpulab.labcheck import check, results"),
+        nbformat.v4.new_code_cell("check('2', 400.0, 50.0, unit='GB/s', hint='8 bits')"),
+        nbformat.v4.new_code_cell("print(results()['2'][0])")])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    wrong, after = nb.cells[1].outputs, nb.cells[2].outputs
+    assert [o.output_type for o in wrong] == ["display_data"]
+    html = wrong[0].data["text/html"]
+    assert "✗ Exercise 2: expected 50 GB/s" in html and "<br>Hint: 8 bits" in html
+    assert wrong[0].data["text/plain"].startswith("✗ Exercise 2: expected 50 GB/s")
+    assert after[0].text == "fail\n"
 
 
 # --- tables ------------------------------------------------------------------------

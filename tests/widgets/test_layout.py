@@ -18,6 +18,7 @@ import pytest  # noqa: E402
 
 from gpulab import parallelism, plotting, systems, units, widgets  # noqa: E402
 from tests.recorder import Recorder, check_explorer_factory, patch_everywhere  # noqa: E402,E501
+from tests.widgets.test_blit import stale_share  # noqa: E402
 
 GB = units.GB
 
@@ -160,9 +161,45 @@ def test_broken_divisibility_shows_reasons():
     assert m.startswith("<div") and "Traceback" not in m
     assert "cannot run" in m and "attention heads do not split over TP3" in m
     assert "needs 12 GPUs" in m
-    assert _png(w) == png and w.n_updates == n and w.summary.value == ""
+    assert _png(w) != png and w.n_updates == n and w.summary.value == ""
+    assert w.step is None
     w.controls["tp"].value = 2
     assert _msg(w) == "" and w.summary.value
+    assert _png(w) == png and w.step == _default_step()
+
+
+def _data_artists(w):
+    """The visible bars, lines and value labels of both panels (not the frames)."""
+    return [a for ax in (w.view.ax_memory, w.view.ax_step)
+            for a in ax.patches + ax.lines + ax.texts if a.get_visible()]
+
+
+def _note(w):
+    return [t.get_text() for t in w.view.fig.texts if t.get_visible()]
+
+
+def test_a_setting_that_cannot_run_clears_the_figure_and_says_why():
+    """TP4 on the TP slider from TP2 PP2 DP2 needs 16 GPUs of an 8-GPU system: the
+    figure must not keep showing TP2 PP2 DP2 (its bars, its step time)."""
+    w = widgets.layout_explorer()                    # TP2 PP2 DP2 on dgx-h100
+    png = _png(w)
+    assert _data_artists(w) and not _note(w)
+    w.controls["tp"].value = 4
+    assert "TP4 PP2 DP2 cannot run: needs 16 GPUs" in _msg(w)
+    assert w.step is None and w.summary.value == ""
+    assert not _data_artists(w)                      # no bar, no label, no line
+    (note,) = _note(w)
+    assert note.startswith("Nothing to draw for this setting:")
+    assert "needs 16 GPUs" in note.replace("\n", " ")
+    assert _png(w) != png
+    assert stale_share(w) <= 1e-4                    # the image is what it says
+    w.controls["tp"].value = 8                       # still refused: note updated
+    assert "TP8 PP2 DP2" in _note(w)[0].replace("\n", " ")
+    w.controls["tp"].value = 2                       # back: the same figure again
+    assert _msg(w) == "" and not _note(w) and _png(w) == png
+    assert stale_share(w) <= 1e-4
+    w.controls["tp"].value = 1                       # and a new one is drawn
+    assert _data_artists(w) and w.step.layout.tp == 1
 
 
 def test_layout_that_does_not_fit_is_drawn_with_a_message():
@@ -186,7 +223,8 @@ def test_model_error_becomes_message(monkeypatch):
     patch_everywhere(monkeypatch, parallelism, "step_time", bad)
     w.controls["global_batch"].value = 256               # must not raise
     assert "RuntimeError" in _msg(w) and "kaput" in _msg(w)
-    assert _png(w) == png
+    assert _png(w) != png and w.step is None             # the old figure is gone
+    assert "see the message above" in " ".join(_note(w)).replace("\n", " ")
 
 
 
