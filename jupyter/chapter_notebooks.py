@@ -14,7 +14,12 @@ MyST roles), and saving would rewrite the tracked source in jupytext's own layou
 * has its MyST directives and roles, which JupyterLab would show as raw text, turned into
   Markdown that JupyterLab renders (:func:`myst_to_markdown`): a ``{dropdown}`` (the quick
   checks' reveals) becomes a closed ``<details>`` element, admonitions and exercises get a
-  bold title, ``{math}`` becomes ``$$ ... $$``, cross-reference roles keep their text.
+  bold title, ``{math}`` becomes ``$$ ... $$``, cross-references become links titled as
+  their targets (:func:`label_index`: a section's heading, a figure's caption, the
+  section an equation sits in), and links to a local JupyterLab become relative;
+* collapses the cells the book hides (:func:`hide_as_the_book_does`) and is signed in the
+  user's Jupyter trust database (:func:`trust`), so JupyterLab shows its figures and
+  explorers on opening, without a re-run.
 
 A copy is rewritten only when its chapter changed since (the source's SHA-256 is kept in
 the copy's metadata) or when ``--force`` is given. The learner may edit and save a copy
@@ -38,6 +43,8 @@ DEFAULT_OUT = ROOT / "_build" / "chapters"
 CACHE = ROOT / ".jupyter_cache"
 GLUE_PREFIX = "application/papermill.record/"
 TIMEOUT = 300  # s per cell, as generous as the book's execution timeout allows
+#: Raised when the way copies are written changes, so older copies are rewritten.
+COPY_FORMAT = 2
 
 # {glue:text}`key`, {glue:text}`key:.1f`, {glue:md}`key`, {glue}`key`, {glue:}`key`
 GLUE_ROLE = re.compile(r"\{glue(?::(?P<kind>text|md|any)?)?\}`(?P<body>[^`]+)`")
@@ -132,7 +139,87 @@ def _directive(name: str, arg: str, options: list[str], body: str) -> str:
     return body
 
 
-def myst_to_markdown(text: str) -> str:
+HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<title>.+?)\s*$")
+LABEL_OPT = re.compile(r"^:(?:label|name):\s*(?P<label>[\w:-]+)\s*$")
+FIG_NAME = re.compile(r"^\s+name:\s*(?P<label>fig-[\w:-]+)\s*$")
+LAB_URL = re.compile(r"https?://localhost:\d+/lab/tree/(?P<path>[^)#\s]+)(?:#[^)\s]*)?")
+
+
+def _first_sentence(text: str, words: int = 10) -> str:
+    """The caption's opening words: up to its first full stop, at most ``words``, with no
+    parenthesis left open."""
+    out = []
+    for w in text.split():
+        out.append(w)
+        if w.endswith(".") or len(out) == words:
+            break
+    short = " ".join(out)
+    if short.count("(") > short.count(")"):
+        short = short[:short.rindex("(")]
+    short = short.rstrip(" .,:;")
+    return short + ("…" if len(out) == words and not out[-1].endswith(".") else "")
+
+
+def label_index(book: Path = BOOK) -> dict[str, tuple[str, str, str]]:
+    """Every cross-reference target of the book: label -> (kind, title, page stem).
+
+    kind is ``section`` (a heading or an admonition), ``figure`` (its caption's first
+    sentence), ``equation`` (the title of the section it sits in), ``exercise`` or
+    ``page`` (a page's own title, keyed ``/book/<stem>``).
+    """
+    index: dict[str, tuple[str, str, str]] = {}
+    for path in sorted(book.glob("*.md")) + [book.parent / "intro.md"]:
+        if not path.is_file():
+            continue
+        lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+        stem, section, fence = path.stem, path.stem, None
+        for i, line in enumerate(lines):
+            h = HEADING.match(line)
+            if h and fence is None:
+                section = ROLE.sub(lambda m: m.group("text"), h.group("title"))
+                index.setdefault(f"/book/{stem}", ("page", section, stem))
+            m = FENCE_OPEN.match(line)
+            if m:
+                fence = (m.group("name"), m.group("arg").strip())
+            elif fence and line.strip().startswith(("```", ":::")):
+                fence = None
+            if TARGET.match(line):
+                label = line.strip()[1:-2]
+                nxt = next((x for x in lines[i + 1:] if x.strip()), "")
+                hm, fm = HEADING.match(nxt), FENCE_OPEN.match(nxt)
+                title = (ROLE.sub(lambda r: r.group("text"), hm.group("title")) if hm
+                         else (fm.group("arg").strip() or fm.group("name").title()) if fm
+                         else section)
+                index[label] = ("section", title, stem)
+            lm = LABEL_OPT.match(line)
+            if lm and fence:
+                kind = {"math": "equation", "exercise": "exercise"}.get(fence[0], "figure")
+                title = section if kind == "equation" else (fence[1] or section)
+                index[lm.group("label")] = (kind, title, stem)
+            fm2 = FIG_NAME.match(line)
+            if fm2:
+                j = i - 1
+                while j > 0 and "caption:" not in lines[j]:
+                    j -= 1
+                cap = " ".join(x.strip() for x in lines[j + 1:i])
+                index[fm2.group("label")] = ("figure", _first_sentence(cap), stem)
+    return index
+
+
+def _anchor(title: str) -> str:
+    """JupyterLab's id of a rendered heading: its text with spaces as dashes."""
+    return re.sub(r"\s+", "-", re.sub(r"[*`]", "", title.strip()))
+
+
+def _href(stem: str, title: str | None, book: Path) -> str:
+    if is_chapter_notebook(book / f"{stem}.md"):
+        return f"{stem}.ipynb" + (f"#{_anchor(title)}" if title else "")
+    if stem == "intro":
+        return "../../intro.md"
+    return f"../../book/{stem}.md"
+
+
+def myst_to_markdown(text: str, labels: dict | None = None, book: Path = BOOK) -> str:
     """Turn the MyST directives and roles of one Markdown cell into plain Markdown.
 
     Reference targets (``(label)=`` lines) are dropped. Directives (colon or backtick
@@ -163,17 +250,44 @@ def myst_to_markdown(text: str) -> str:
         out.append(_directive(m.group("name"), m.group("arg").strip(), options, body))
         i = j + 1
 
+    labels = labels or {}
+
     def role(match: re.Match) -> str:
         name, content = match.group("name"), match.group("text")
         if name.startswith("glue"):
             return match.group(0)
-        if name == "eq":
-            return f"({content})"
+        if name == "kbd":
+            return f"`{content}`"
+        text, target = content, content
         if "<" in content and content.endswith(">"):
-            content = content[:content.index("<")].strip()
-        return f"`{content}`" if name == "kbd" else content
+            text = content[:content.index("<")].strip()
+            target = content[content.index("<") + 1:-1].strip()
+        elif name in ("ref", "numref", "eq", "doc", "download", "cite"):
+            text = ""
+        if name == "download":
+            return f"[{text or target}](../../book/{target})"
+        if name == "cite":
+            return f"[{content}]"
+        key = target if name != "doc" else (
+            target if target.startswith("/") else f"/book/{target}")
+        found = labels.get(key)
+        if found is None:
+            fallback = {"eq": "the equation", "numref": "the figure",
+                        "doc": "the page", "ref": "that section"}.get(name, "")
+            return text or fallback or target
+        kind, title, stem = found
+        if name == "eq":
+            label = text or f"the equation in “{title}”"
+            return f"[{label}]({_href(stem, title, book)})"
+        if name == "numref" or kind == "figure":
+            label = text.replace("%s", "").strip() if text else f"the figure “{title}”"
+            return f"[{label or title}]({_href(stem, None, book)})"
+        if kind == "page":
+            return f"[{text or title}]({_href(stem, None, book)})"
+        return f"[{text or title}]({_href(stem, title, book)})"
 
-    return ROLE.sub(role, "\n".join(out))
+    md = ROLE.sub(role, "\n".join(out))
+    return LAB_URL.sub(lambda m: f"../../{m.group('path')}", md)
 
 
 def from_cache(nb):
@@ -216,8 +330,9 @@ def write_copy(source: Path, out_dir: Path, *, force: bool = False) -> tuple[Pat
     out = out_dir / f"{source.stem}.ipynb"
     digest = source_digest(source)
     if out.is_file() and not force:
-        old = nbformat.read(out, as_version=4)
-        if old.metadata.get("gpulab_course", {}).get("source_sha256") == digest:
+        old = nbformat.read(out, as_version=4).metadata.get("gpulab_course", {})
+        if old.get("source_sha256") == digest and old.get("copy_format") == COPY_FORMAT:
+            trust(out)
             return out, "up to date"
     nb = jupytext.read(source, fmt="md:myst")
     executed = from_cache(nb)
@@ -226,16 +341,51 @@ def write_copy(source: Path, out_dir: Path, *, force: bool = False) -> tuple[Pat
         executed = execute(nb, source.parent)
         how = "executed"
     values = glue_values(executed)
+    labels = label_index(source.parent)
     for cell in executed.cells:
         if cell.cell_type == "markdown":
-            cell.source = myst_to_markdown(render_glue(cell.source, values))
+            cell.source = myst_to_markdown(render_glue(cell.source, values), labels,
+                                           source.parent)
+        else:
+            hide_as_the_book_does(cell)
     executed.metadata.pop("jupytext", None)   # an .ipynb of its own, not paired
     executed.metadata["gpulab_course"] = {
         "source": display_path(source), "source_sha256": digest,
+        "copy_format": COPY_FORMAT,
         "note": "Generated copy: edit freely; the chapter source is not changed."}
     out_dir.mkdir(parents=True, exist_ok=True)
     nbformat.write(executed, out)
+    trust(out)
     return out, how
+
+
+#: Cell tags of the book and what JupyterLab should collapse for each.
+HIDE_SOURCE = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
+HIDE_OUTPUT = {"remove-output", "hide-output", "hide-cell"}
+
+
+def hide_as_the_book_does(cell) -> None:
+    """Collapse in JupyterLab what the book hides: the input of a cell tagged
+    ``remove-input``/``hide-input``/``remove-cell`` (bookkeeping), its output where the
+    tags say so. The cell stays, so Run All still computes every number."""
+    tags = set(cell.get("metadata", {}).get("tags", []))
+    jl = cell.metadata.setdefault("jupyter", {})
+    if tags & HIDE_SOURCE:
+        jl["source_hidden"] = True
+    if tags & HIDE_OUTPUT:
+        jl["outputs_hidden"] = True
+    if not jl:
+        cell.metadata.pop("jupyter")
+
+
+def trust(path: Path) -> None:
+    """Sign the copy in this user's Jupyter trust database, as `jupyter trust` does, so
+    JupyterLab shows its figures (SVG) and explorers without a re-run."""
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    nb = nbformat.read(path, as_version=4)
+    NotebookNotary().sign(nb)
 
 
 def main(argv: list[str] | None = None) -> int:

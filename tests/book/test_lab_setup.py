@@ -305,7 +305,7 @@ def test_copy_is_executed_and_shows_numbers(tmp_path):
     ("```{solution-start} ex-1\n:class: dropdown\n```", "**Solution**"),
     ("```{include} _includes/x.md\n```", ""),
     ("see {ref}`the table <tab-x>`, {eq}`eq-a`, {numref}`fig-b` and {kbd}`Ctrl+C`",
-     "see the table, (eq-a), fig-b and `Ctrl+C`"),
+     "see the table, the equation, the figure and `Ctrl+C`"),
     ("```bash\nmake lab\n```", "```bash\nmake lab\n```"),
     ("(ch-x)=\n# Title", "# Title"),
     ("{glue:text}`k:.1f` stays", "{glue:text}`k:.1f` stays"),
