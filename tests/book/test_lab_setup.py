@@ -339,10 +339,10 @@ def test_only_the_browser_tests_install_chromium():
         assert "chromium" not in rules[target][0], f"make {target} should not need Chromium"
 
 
-def test_make_lab_serves_the_repository_root_with_the_course_config():
+def test_make_lab_serves_the_learners_copies_with_the_course_config():
     prereqs, recipe = makefile_rules()["lab"]
-    assert "chapter-notebooks" in prereqs
-    assert "--ServerApp.root_dir=$(CURDIR)" in recipe
+    assert "chapter-notebooks" in prereqs and "lab-work" in prereqs
+    assert "--ServerApp.root_dir=$(CURDIR)/$(LAB_WORK)" in recipe
     assert "JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter" in recipe
     assert "default_url=/lab/tree/START.ipynb" in recipe
     assert "jupyter/chapter_notebooks.py" in makefile_rules()["chapter-notebooks"][1]

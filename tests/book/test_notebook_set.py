@@ -33,7 +33,7 @@ _root_conftest = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_root_conftest)
 is_myst_notebook = _root_conftest.is_myst_notebook
 
-SKIP_DIRS = {".git", ".venv", "venv", "_build", "_vendor", "node_modules", ".jupyter_cache",
+SKIP_DIRS = {".git", ".venv", "venv", "_build", "_work", "_vendor", "node_modules", ".jupyter_cache",
              ".pytest_cache", ".hypothesis", ".ipynb_checkpoints", "__pycache__"}
 
 
