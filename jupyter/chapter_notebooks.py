@@ -44,7 +44,7 @@ CACHE = ROOT / ".jupyter_cache"
 GLUE_PREFIX = "application/papermill.record/"
 TIMEOUT = 300  # s per cell, as generous as the book's execution timeout allows
 #: Raised when the way copies are written changes, so older copies are rewritten.
-COPY_FORMAT = 2
+COPY_FORMAT = 3
 
 # {glue:text}`key`, {glue:text}`key:.1f`, {glue:md}`key`, {glue}`key`, {glue:}`key`
 GLUE_ROLE = re.compile(r"\{glue(?::(?P<kind>text|md|any)?)?\}`(?P<body>[^`]+)`")
@@ -348,6 +348,11 @@ def write_copy(source: Path, out_dir: Path, *, force: bool = False) -> tuple[Pat
                                            source.parent)
         else:
             hide_as_the_book_does(cell)
+            for output in cell.get("outputs", []):
+                data = output.get("data", {})
+                if "application/vnd.jupyter.widget-view+json" in data:
+                    # shown where the explorer cannot be drawn from the saved state
+                    data["text/plain"] = WIDGET_NOTE
     executed.metadata.pop("jupytext", None)   # an .ipynb of its own, not paired
     executed.metadata["gpulab_course"] = {
         "source": display_path(source), "source_sha256": digest,
@@ -358,6 +363,10 @@ def write_copy(source: Path, out_dir: Path, *, force: bool = False) -> tuple[Pat
     trust(out)
     return out, how
 
+
+#: What a saved explorer output says where JupyterLab cannot draw it without a kernel.
+WIDGET_NOTE = ("Live explorer: run this cell (or Run → Run All Cells) to start it; the "
+               "figure above it is the explorer's initial state.")
 
 #: Cell tags of the book and what JupyterLab should collapse for each.
 HIDE_SOURCE = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
