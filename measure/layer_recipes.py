@@ -51,7 +51,6 @@ Progress goes to stderr.
 from __future__ import annotations
 
 import argparse
-import copy
 import csv
 import datetime
 import os
