@@ -394,7 +394,12 @@ def trust(path: Path) -> None:
     from nbformat.sign import NotebookNotary
 
     nb = nbformat.read(path, as_version=4)
-    NotebookNotary().sign(nb)
+    try:
+        NotebookNotary().sign(nb)
+    except Exception as exc:  # noqa: BLE001 - an unwritable trust database
+        print(f"note: could not sign {display_path(path)} ({exc}); run "
+              f"`jupyter trust {display_path(path)}` to see its figures in JupyterLab",
+              file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
