@@ -7,7 +7,8 @@
 #   _vendor/reveal/   reveal.js (script, core CSS, the white theme with its embedded fonts) for
 #                     the slide decks of scripts/build_slides.py
 # _config.yml copies _vendor/ to the HTML root (html_extra_path) and points mathjax_path and
-# nb_ipywidgets_js at it.  Idempotent: does nothing when _vendor/VERSIONS already matches.
+# nb_ipywidgets_js at it (book/_templates/layout.html writes the widget scripts only on a page
+# that displays a widget).  Idempotent: does nothing when _vendor/VERSIONS already matches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
