@@ -43,8 +43,11 @@ def test_answer_key_is_complete(summary, lab):
     assert (ANSWERS / lab).with_suffix(".html").stat().st_size > 0
 
 
-def test_a_failing_check_fails_the_answer_key(tmp_path):
+def test_a_failing_check_fails_the_answer_key(tmp_path, monkeypatch):
     build_answers = import_script("build_answers")
+    # run_lab turns solutions on in this process's environment (its kernels inherit it);
+    # restore it afterwards, or every later test would run the labs' checks strict
+    monkeypatch.setenv("GPULAB_LAB_SOLUTIONS", "1")
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("from gpulab.labcheck import check, status_line\n"
                                   "print(status_line())"),
