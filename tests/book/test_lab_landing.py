@@ -100,7 +100,7 @@ ALL_RUN_JS = """
   const panel = ".jp-NotebookPanel:not(.lm-mod-hidden) ";
   if (Array.from(document.querySelectorAll(panel + ".jp-OutputArea-output"))
       .some(o => /Traceback/.test(o.innerText))) return true;
-  const prompts = Array.from(document.querySelectorAll(panel + ".jp-CodeCell .jp-InputPrompt"))
+  const prompts = Array.from(document.querySelectorAll(panel + ".jp-CodeCell .jp-InputArea .jp-InputPrompt"))
     .map(p => p.textContent.trim());
   if (prompts.some(t => t.includes("*"))) return false;
   return prompts.length > 0 && prompts.every(t => /\\[\\s*\\d+\\s*\\]/.test(t));
