@@ -11,7 +11,6 @@ by headless Chromium; the copies are signed in that server's own trust database,
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -56,18 +55,12 @@ def chapters_lab(tmp_path_factory):
         import chapter_notebooks
     finally:
         sys.path.remove(str(ROOT / "jupyter"))
-    old = os.environ.get("JUPYTER_DATA_DIR")
-    os.environ["JUPYTER_DATA_DIR"] = str(tmp / "data")     # the server's trust database
-    try:
+    chapter_notebooks.CACHE = ROOT / ".jupyter_cache"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("JUPYTER_DATA_DIR", str(tmp / "data"))    # the server's trust database
         for link in start_links():
-            src = root / "book" / f"{Path(link).stem}.md"
-            chapter_notebooks.CACHE = ROOT / ".jupyter_cache"
-            chapter_notebooks.write_copy(src, root / "_build" / "chapters")
-    finally:
-        if old is None:
-            os.environ.pop("JUPYTER_DATA_DIR")
-        else:
-            os.environ["JUPYTER_DATA_DIR"] = old
+            chapter_notebooks.write_copy(root / "book" / f"{Path(link).stem}.md",
+                                         root / "_build" / "chapters")
     with jupyterlab(root, tmp, user_settings=USER_SETTINGS,
                     env={"JUPYTER_CONFIG_PATH": str(root / "jupyter")},
                     args=("--LabApp.default_url=/lab/tree/START.ipynb",)) \
