@@ -19,8 +19,8 @@ Examples
 >>> c = check_python((3, 11, 7))
 >>> c.status, c.required
 ('PASS', True)
->>> check_python((3, 9, 18)).detail
-'Python 3.9.18 is too old: the labs need Python >= 3.10'
+>>> check_python((3, 10, 14)).detail
+'Python 3.10.14 is too old: the labs need Python >= 3.11'
 >>> check_package("numpy", ">=1.24", version_of=lambda name: "1.23.5").status
 'FAIL'
 """
@@ -40,8 +40,10 @@ __all__ = ["Check", "MIN_PYTHON", "REQUIRED_PACKAGES", "STATUSES", "release",
            "check_torch_cuda", "check_nccl", "run_checks", "passed",
            "format_check"]
 
-#: The oldest Python the labs support (pyproject.toml ``requires-python``).
-MIN_PYTHON = (3, 10)
+#: The oldest Python the labs support: the single source for ``gpulab doctor`` and the
+#: classroom page, which glues it. It equals pyproject.toml's ``requires-python`` (a test
+#: fails when the two differ); the pinned packages need it.
+MIN_PYTHON = (3, 11)
 
 #: What a learner needs to run the labs: distribution name -> version spec.
 #: ``requirements-learner.txt`` pins exactly these (a test keeps the two in step), at
@@ -446,8 +448,8 @@ def format_check(check, width=20):
 
     Examples
     --------
-    >>> format_check(Check("python", "PASS", "Python 3.11.7 (needs >= 3.10)"))
-    'PASS  python                Python 3.11.7 (needs >= 3.10)'
+    >>> format_check(Check("python", "PASS", "Python 3.11.7 (needs >= 3.11)"))
+    'PASS  python                Python 3.11.7 (needs >= 3.11)'
     """
     name = check.name if check.required else f"{check.name} (optional)"
     return f"{check.status:<4}  {name:<{width}}  {check.detail}"

@@ -3,12 +3,17 @@ what it looks for is missing, too old or broken (simulated with its parameters).
 from __future__ import annotations
 
 import importlib.metadata
+import re
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
 from gpulab import doctor
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def missing(name):
@@ -34,10 +39,22 @@ def test_required_checks_pass_here():
         assert want in names
 
 
-@pytest.mark.parametrize("version,status", [((3, 10, 0), "PASS"), ((3, 9, 18), "FAIL"),
+@pytest.mark.parametrize("version,status", [((3, 11, 0), "PASS"), ((3, 10, 14), "FAIL"),
+                                            ((3, 9, 18), "FAIL"), ((3, 12, 1), "PASS"),
                                             ((4, 0, 0), "PASS"), ((2, 7, 18), "FAIL")])
 def test_python_version(version, status):
     assert doctor.check_python(version).status == status
+
+
+def test_min_python_is_requires_python():
+    """The doctor accepts exactly the Pythons pyproject.toml's requires-python accepts."""
+    spec = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    m = re.fullmatch(r">=\s*(\d+)\.(\d+)", spec["project"]["requires-python"].strip())
+    assert m, f"requires-python {spec['project']['requires-python']!r}: expected '>=X.Y'"
+    assert doctor.MIN_PYTHON == (int(m.group(1)), int(m.group(2)))
+    major, minor = doctor.MIN_PYTHON
+    assert doctor.check_python((major, minor, 0)).status == "PASS"
+    assert doctor.check_python((major, minor - 1, 99)).status == "FAIL"
 
 
 @pytest.mark.parametrize("found,spec,status", [
