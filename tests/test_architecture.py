@@ -33,8 +33,6 @@ UPPER = {"plotting": set(), "widgets": {"plotting"}, "cli": {"plotting", "doctor
          "bench": set(), "labcheck": set(), "charts": set(), "doctor": set()}
 #: Third-party UI/CLI libraries the model layer must not import.
 UI_LIBS = ("matplotlib", "ipywidgets", "IPython", "argparse", "PIL", "altair")
-#: Deprecated modules kept as thin re-export shims (one course iteration).
-SHIMS = {"plotting_measure", "cli_compare"}
 #: Deepest allowed chain of imports between modules (floors of the condensed graph).
 MAX_FLOORS = 11
 
@@ -122,8 +120,6 @@ def layer_violations(pkg):
     top = pkg.name
     bad = []
     for m, found in imports(pkg).items():
-        if m.split(".")[-1] in SHIMS:
-            continue
         mine = layer(m, top)
         for target, _names, line in found:
             lib = target.split(".")[0]

@@ -1,7 +1,10 @@
 OUT=${OUT:-./out}; mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0
+# The commands below are as run: the steps script was then called
+# measure/run_issue12_h200.sh; it was later renamed to
+# measure/run_layers_and_copies_h200.sh, with the same steps.
 # 1x H200 SXM 141GB, driver 580.159.04, 2026-12-01. Two commands, one right after
-# the other on the same machine; measure/run_issue12_h200.sh holds the steps
+# the other on the same machine; measure/run_layers_and_copies_h200.sh holds the steps
 # (it exports NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 and writes to $OUT).
 #
 # 1st: copies run 1, GEMM check, held-out grid, fit-grid seq 4096/8192 points at

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Measurements on 1x H200 SXM: layer-shard timings and copy latency.
 #
-#   bash measure/run_issue12_h200.sh copies_holdout   # copies run 1, GEMM check,
+#   bash measure/run_layers_and_copies_h200.sh copies_holdout   # copies run 1, GEMM check,
 #        held-out layer grid, the fit grid's seq 4096/8192 points at TP 2 and 4
 #        (layer_fit_seq_tp24.csv), copies run 2
-#   bash measure/run_issue12_h200.sh fit [DEADLINE_S] # the rest of the fit grid
+#   bash measure/run_layers_and_copies_h200.sh fit [DEADLINE_S] # the rest of the fit grid
 #
 # Outputs go to $OUT (default ./out). NVLink multicast stays off.
 set -u
