@@ -186,6 +186,25 @@ def test_assessment_has_8_to_12_questions_each_with_a_hidden_answer():
     assert [int(n) for n in answers] == questions
 
 
+def test_assessment_glues_its_answers_and_has_poll_sheet_and_scoring():
+    """Every question's numbers are glued from gpulab.assessment (none typed with a unit in
+    the prose), and the page has the poll, the printable sheet and the scoring guide."""
+    from gpulab import assessment
+    text = (BOOK / "instructor" / "assessment.md").read_text(encoding="utf-8")
+    glued = re.findall(r"\{glue:text\}`as_(q\d+_\w+?)(?::[^`]*)?`", text)
+    assert glued and set(glued) <= set(assessment.answers()), set(glued) - set(assessment.answers())
+    for n in (1, 2, 3, 4, 7, 10):
+        block = text.split(f"Answer {n}\n", 1)[1].split("```", 1)[0]
+        assert f"as_q{n}_" in block, f"answer {n} glues no computed value"
+    prose = re.sub(r"```\{code-cell\}.*?```", "", text, flags=re.S)
+    typed = re.findall(r"(?<![\w.`{-])\d[\d,]*(?:\.\d+)?\s?(?:GB/s|Gb/s|GB|TB)(?![\w/])", prose)
+    assert not typed, typed
+    for label in ("assess-poll", "assess-sheet", "assess-scoring"):
+        assert f"({label})=" in text
+    assert all(f"{{glue:text}}`as_poll_{n}`" in text for n in range(1, 11))
+    assert "assessment.poll()" in text and "assessment.score" in text
+
+
 def test_each_misconception_points_at_a_figure_or_section():
     text = (BOOK / "instructor" / "misconceptions.md").read_text(encoding="utf-8")
     entries = re.split(r"\n\n(?=\*\*\")", text)[1:]
