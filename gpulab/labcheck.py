@@ -15,17 +15,21 @@ sees:
 * ``✓ name: value`` when the answer is right;
 * ``… exercise name: not attempted yet (skipped)`` while the answer is still ``None``
   (or ``...``), and nothing else about the exercise;
-* ``✗ Exercise name: ...`` when the answer is wrong: what was expected, in which unit
-  and direction, what was given, the classic slip (a factor of 2, 8, GiB/GB or a unit
-  prefix, see :func:`factor_note`) and a last ``Hint:`` line. In a notebook it is shown
-  as a red box, with no traceback, and nothing is raised: *Run All Cells* goes on to
-  the next exercise and the explorers below.
+* ``✗ Exercise name: ...`` when the answer is wrong. The **first** wrong answer of a
+  check gives no expected value: it says what to reconsider, the classic slip (a factor
+  of 2, 8, GiB/GB or a unit prefix, see :func:`factor_note`) or else how far off the
+  answer is (:func:`size_note`), and a ``Hint:`` line, the lab's own hint or one derived
+  from the kind of answer (:func:`generic_hint`). The **second** and later wrong answers
+  of the same check, in the same kernel, show what was expected, in which unit and
+  direction, and what was given. In a notebook a failure is shown as a red box, with no
+  traceback, and nothing is raised: *Run All Cells* goes on to the next exercise and
+  the explorers below.
 
 Every check records its outcome (:func:`results`). The course's tests and the answer
 keys run *strict* (:func:`strict_on`): ``GPULAB_LAB_SOLUTIONS=1`` (the labs' solution
 cells then fill in the answers, :func:`solutions_on`) or ``GPULAB_LAB_STRICT=1``. A
-wrong answer then raises an ``AssertionError`` with the same message, and an answer left
-``None`` is an error instead of a skip. Nothing here imports matplotlib, ipywidgets or
+wrong answer then raises an ``AssertionError`` with the full message (the expected
+value at once), and an answer left ``None`` is an error instead of a skip. Nothing here imports matplotlib, ipywidgets or
 IPython at import time: a failure in a notebook and :func:`show_table` import IPython's
 display when they need it.
 
@@ -37,7 +41,11 @@ Examples
 ...       units.Bandwidth.from_gb_per_s(900, "bidirectional").to_per_direction())
 ✓ 1: 450 GB/s per direction
 >>> check("2", 400, 50.0, unit="GB/s")
-✗ Exercise 2: expected 50 GB/s (within 0.1%), got 400 GB/s. Your value is 8x too large: bits vs bytes? (1 byte = 8 bits)
+✗ Exercise 2: 400 GB/s is not right yet. Your value is 8x too large: bits vs bytes? (1 byte = 8 bits)
+Hint: answer in GB/s; check the units (GB vs GiB, bits vs bytes, per direction vs bidirectional) and the formula
+Run this check again after a fix: a second wrong answer shows the expected value.
+>>> check("2", 40, 50.0, unit="GB/s")
+✗ Exercise 2: expected 50 GB/s (within 0.1%), got 40 GB/s.
 >>> results()["2"][0]
 'fail'
 >>> show(2.5e-6, "s")
@@ -53,9 +61,10 @@ from collections.abc import Mapping
 
 from . import units
 
-__all__ = ["SOLUTIONS_ENV", "STRICT_ENV", "solutions_on", "strict_on", "status_line",
-           "show", "factor_note", "unanswered", "check", "check_slips", "fail",
-           "results", "markdown_table", "show_table"]
+__all__ = ["SOLUTIONS_ENV", "STRICT_ENV", "AGAIN", "solutions_on", "strict_on",
+           "status_line", "show", "factor_note", "size_note", "generic_hint", "unanswered",
+           "check", "check_slips", "fail", "results", "failures", "reset_failures",
+           "markdown_table", "show_table"]
 
 #: The environment variable that switches the labs' solution cells on (value ``"1"``).
 SOLUTIONS_ENV = "GPULAB_LAB_SOLUTIONS"
@@ -65,6 +74,13 @@ STRICT_ENV = "GPULAB_LAB_STRICT"
 
 # The outcome of every check this process ran: {name: (status, message)}, see results().
 _RESULTS = {}
+# How many wrong answers each check has had in this process (kernel), see failures().
+_FAILURES = {}
+
+#: The last line of a first wrong answer: the expected value comes on the second.
+AGAIN = "Run this check again after a fix: a second wrong answer shows the expected value."
+# What a generic hint names for numbers and bandwidths.
+_UNIT_SLIPS = "GB vs GiB, bits vs bytes, per direction vs bidirectional"
 
 # The slips that factor_note names: (factor, what it usually means).
 _PREFIX = "a unit prefix? Answer in the unit asked for."
@@ -140,6 +156,48 @@ def _record(name, status, message):
     _RESULTS[name] = (status, message)
 
 
+def failures():
+    """How many wrong answers each check has had in this kernel.
+
+    :func:`check` shows the expected value only from a check's second wrong answer on.
+
+    Returns
+    -------
+    dict
+        ``{name: count}`` of the checks with at least one wrong answer (a copy).
+
+    Examples
+    --------
+    >>> reset_failures("failures-demo")
+    >>> check("failures-demo", 3.0, 2.0)  # doctest: +ELLIPSIS
+    ✗ Exercise failures-demo: 3 is not right yet. ...
+    >>> failures()["failures-demo"]
+    1
+    """
+    return dict(_FAILURES)
+
+
+def reset_failures(name=None):
+    """Forget the wrong answers of check ``name`` (of every check when None): its next
+    wrong answer is a first one again, with a hint and no expected value.
+
+    Parameters
+    ----------
+    name : str, optional
+        The exercise, as the messages name it.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is neither None nor a non-empty string.
+    """
+    if name is None:
+        _FAILURES.clear()
+        return
+    _check_str("name", name, empty=False)
+    _FAILURES.pop(name, None)
+
+
 def _in_notebook():
     """True inside a Jupyter kernel (IPython already imported and running one)."""
     ipython = sys.modules.get("IPython")
@@ -173,8 +231,10 @@ def fail(name, problem, hint=""):
     """Report a wrong answer of exercise ``name``, for checks of a lab's own kind.
 
     Shows ``✗ Exercise NAME: PROBLEM`` (and a ``Hint:`` line), records it
-    (:func:`results`) and returns; under :func:`strict_on` it raises instead.
-    :func:`check` and :func:`check_slips` report through it.
+    (:func:`results`), counts it as a wrong answer of ``name`` (:func:`failures`) and
+    returns; under :func:`strict_on` it raises instead. :func:`check_slips` reports
+    through it; the problem is shown as given, so a lab's own check decides what it
+    reveals.
 
     Parameters
     ----------
@@ -194,15 +254,23 @@ def fail(name, problem, hint=""):
 
     Examples
     --------
-    >>> fail("2", "your function raised ZeroDivisionError: division by zero")
-    ✗ Exercise 2: your function raised ZeroDivisionError: division by zero
+    >>> fail("12", "your function raised ZeroDivisionError: division by zero")
+    ✗ Exercise 12: your function raised ZeroDivisionError: division by zero
     """
     _check_str("name", name, empty=False)
     _check_str("problem", problem, empty=False)
     _check_str("hint", hint)
+    _report(name, problem, hint)
+
+
+def _report(name, problem, hint, last=""):
+    """Count, record and show (or, strict, raise) one wrong answer."""
     msg = f"Exercise {name}: {problem}"
     if hint:
         msg += f"\nHint: {hint}"
+    if last:
+        msg += f"\n{last}"
+    _FAILURES[name] = _FAILURES.get(name, 0) + 1
     _record(name, "fail", f"✗ {msg}")
     if strict_on():
         raise AssertionError(msg)
@@ -355,6 +423,104 @@ def factor_note(got, want):
     return ""
 
 
+def size_note(got, want):
+    """What a first wrong answer learns about a number: the classic slip, or how far off.
+
+    :func:`factor_note` when a known factor matches; else whether the value is too large
+    or too small and by roughly how much (within 10 %, under a factor of 2, between 2
+    and 10, or about a power of ten), with what to reconsider. It never gives the
+    expected value.
+
+    Parameters
+    ----------
+    got, want : float
+        The given and the expected value, in the same unit.
+
+    Returns
+    -------
+    str
+        With a leading space, to be appended to a sentence; ``""`` when ``want`` is 0
+        or either value is not finite.
+
+    Raises
+    ------
+    ValueError
+        If ``got`` or ``want`` is not a real number.
+
+    Examples
+    --------
+    >>> size_note(800, 100)
+    ' Your value is 8x too large: bits vs bytes? (1 byte = 8 bits)'
+    >>> size_note(103, 100)
+    ' Your value is a little too large (within 10%): check the constants you used and where you rounded.'
+    >>> size_note(1.3, 1)
+    ' Your value is too large, by less than a factor of 2: check the formula for a missing or extra term or factor.'
+    >>> size_note(0.25, 1)
+    ' Your value is too small, by a factor between 2 and 10: check the formula and the units.'
+    >>> size_note(1e-3, 1)
+    ' Your value is too small by about 1e+03x: check the units and their prefixes (k, M, G; GB vs GiB; bits vs bytes).'
+    """
+    note = factor_note(got, want)
+    if note:
+        return note
+    got, want = float(got), float(want)
+    if not want or not (math.isfinite(got) and math.isfinite(want)):
+        return ""
+    if not got:
+        return " Your value is zero: did a step of the formula multiply by 0?"
+    if (got < 0) != (want < 0):
+        return " Your value has the wrong sign: check the order of a difference."
+    r = got / want
+    word = "too large" if r > 1 else "too small"
+    q = max(r, 1 / r)
+    if q < 1.1:
+        return (f" Your value is a little {word} (within 10%): check the constants "
+                "you used and where you rounded.")
+    if q < 2:
+        return (f" Your value is {word}, by less than a factor of 2: check the formula "
+                "for a missing or extra term or factor.")
+    if q < 10:
+        return (f" Your value is {word}, by a factor between 2 and 10: check the "
+                "formula and the units.")
+    return (f" Your value is {word} by about {10 ** round(math.log10(q)):.0e}x: check "
+            "the units and their prefixes (k, M, G; GB vs GiB; bits vs bytes).")
+
+
+def generic_hint(expected, unit=""):
+    """The hint of a first wrong answer when the lab gives none, from the kind of answer.
+
+    Parameters
+    ----------
+    expected : object
+        The right answer (as :func:`check` takes it); only its kind is used.
+    unit : str
+        The unit of plain numbers ("" for none).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> generic_hint(50.0, "GB/s")
+    'answer in GB/s; check the units (GB vs GiB, bits vs bytes, per direction vs bidirectional) and the formula'
+    >>> generic_hint("NV18")
+    'reread the question and the output or table it points to'
+    """
+    _check_str("unit", unit)
+    if isinstance(expected, units.Bandwidth):
+        return (f"check the units and the direction ({_UNIT_SLIPS}) and the formula; "
+                "answer with a units.Bandwidth")
+    if isinstance(expected, type):
+        return f"store the {expected.__name__} object your except clause caught"
+    if isinstance(expected, (bool, str)):
+        return "reread the question and the output or table it points to"
+    if isinstance(expected, int):
+        return "count again, from the question and the output or table it points to"
+    where = f"answer in {unit}; " if unit else ""
+    return f"{where}check the units ({_UNIT_SLIPS}) and the formula"
+
+
 def unanswered(name, value):
     """Handle an answer that is still ``None`` (or ``...``): skip it, or fail under the
     tests.
@@ -406,15 +572,22 @@ def unanswered(name, value):
 
 
 def _problem(value, expected, rel, unit):
-    """What is wrong with ``value`` against ``expected``, or None."""
+    """What is wrong with ``value`` against ``expected``, or None.
+
+    A pair ``(full, first)``: the full problem, with the expected value, and the one a
+    first wrong answer shows, without it (the same text when the full one does not give
+    the answer away: a wrong kind of value, a wrong direction).
+    """
     if isinstance(expected, type):
         if not isinstance(value, expected):
-            return f"expected the {expected.__name__} you caught, got {value!r}"
+            text = f"expected the {expected.__name__} you caught, got {value!r}"
+            return text, text
         return None
     if isinstance(expected, units.Bandwidth):
         if not isinstance(value, units.Bandwidth):
-            return ("expected a units.Bandwidth (a value with a direction), got "
+            text = ("expected a units.Bandwidth (a value with a direction), got "
                     f"{type(value).__name__} {value!r}")
+            return text, text
         if value.direction != expected.direction:
             conv = (value.to_per_direction()
                     if expected.direction == units.PER_DIRECTION
@@ -423,38 +596,47 @@ def _problem(value, expected, rel, unit):
             if conv.isclose(expected, rel_tol=rel):
                 problem += (" (the right value once converted: call "
                             f".to_{expected.direction}())")
-            return problem
+            return problem, problem
         if not value.isclose(expected, rel_tol=rel):
             return (f"expected {show(expected)} (within {rel * 100:g}%), got "
                     f"{show(value)}."
-                    + factor_note(value.bytes_per_s, expected.bytes_per_s))
+                    + factor_note(value.bytes_per_s, expected.bytes_per_s),
+                    f"{show(value)} is not right yet."
+                    + size_note(value.bytes_per_s, expected.bytes_per_s))
         return None
     if isinstance(expected, bool):
         if not isinstance(value, bool):
-            return (f"expected True or False, got {type(value).__name__} {value!r} "
+            text = (f"expected True or False, got {type(value).__name__} {value!r} "
                     "(a function returning (verdict, reason)? keep the verdict)")
+            return text, text
         if value != expected:
-            return f"expected {expected}, got {value}"
+            return f"expected {expected}, got {value}", f"{value} is not right yet."
         return None
     if isinstance(expected, str):
         if not isinstance(value, str):
-            return (f"expected a string (str), got {type(value).__name__} {value!r} "
+            text = (f"expected a string (str), got {type(value).__name__} {value!r} "
                     "(a function returning (answer, reason)? keep the answer)")
+            return text, text
         if value.strip().casefold() != expected.casefold():
-            return f"expected {expected!r}, got {value!r}"
+            return f"expected {expected!r}, got {value!r}", f"{value!r} is not right yet."
         return None
     if isinstance(expected, int):
         if not (_is_number(value) and value == expected):
-            return f"expected {expected!r}, got {value!r}"
+            first = f"{value!r} is not right yet."
+            if _is_number(value) and math.isfinite(float(value)):
+                first += " It is too large." if value > expected else " It is too small."
+            return f"expected {expected!r}, got {value!r}", first
         return None
     try:
         got = float(value)
     except (TypeError, ValueError):
-        return (f"expected a plain number in {unit or 'SI units'}, "
+        text = (f"expected a plain number in {unit or 'SI units'}, "
                 f"got {type(value).__name__} {value!r}")
+        return text, text
     if not math.isclose(got, float(expected), rel_tol=rel):
         return (f"expected {show(float(expected), unit)} (within {rel * 100:g}%), "
-                f"got {show(got, unit)}." + factor_note(got, float(expected)))
+                f"got {show(got, unit)}." + factor_note(got, float(expected)),
+                f"{show(got, unit)} is not right yet." + size_note(got, float(expected)))
     return None
 
 
@@ -509,7 +691,17 @@ def check(name, value, expected, rel=1e-3, hint="", unit=""):
     -----
     Prints ``✓ NAME: VALUE`` when the answer is right,
     ``… exercise NAME: not attempted yet (skipped)`` when it is None and solutions
-    are off, and shows ``✗ Exercise NAME: ...`` (:func:`fail`) when it is wrong.
+    are off, and shows ``✗ Exercise NAME: ...`` when it is wrong.
+
+    A wrong answer is shown in two steps. The first one of check ``name`` in this kernel
+    (:func:`failures`) does not give the expected value: it names the given value, the
+    classic slip or how far off it is (:func:`size_note`), a ``Hint:`` line (``hint``,
+    or :func:`generic_hint` when it is "") and :data:`AGAIN`. From the second one on
+    (a :func:`check_slips` match counts) the message gives the expected value, the
+    tolerance and the given value, with ``hint`` when there is one. A value of the
+    wrong kind or direction is named as such both times (that gives nothing away).
+    Under :func:`strict_on` (the course's tests, the answer keys) the first wrong
+    answer already raises with the expected value.
 
     Examples
     --------
@@ -523,6 +715,13 @@ def check(name, value, expected, rel=1e-3, hint="", unit=""):
     ...       hint="call .to_per_direction()")
     ✗ Exercise 1: expected a per_direction figure, got 900 GB/s bidirectional (the right value once converted: call .to_per_direction())
     Hint: call .to_per_direction()
+    >>> check("7", 1.25, 1.5, hint="S / B for each of the two transfers")
+    ✗ Exercise 7: 1.25 is not right yet. Your value is too small, by less than a factor of 2: check the formula for a missing or extra term or factor.
+    Hint: S / B for each of the two transfers
+    Run this check again after a fix: a second wrong answer shows the expected value.
+    >>> check("7", 1.75, 1.5, hint="S / B for each of the two transfers")
+    ✗ Exercise 7: expected 1.5 (within 0.1%), got 1.75.
+    Hint: S / B for each of the two transfers
     """
     _check_str("name", name, empty=False)
     rel = _check_rel(rel)
@@ -541,7 +740,11 @@ def check(name, value, expected, rel=1e-3, hint="", unit=""):
         return
     problem = _problem(value, expected, rel, unit)
     if problem:
-        fail(name, problem, hint)
+        full, first = problem
+        if strict_on() or _FAILURES.get(name, 0) or first == full:
+            _report(name, full, hint)
+        else:
+            _report(name, first, hint or generic_hint(expected, unit), AGAIN)
         return
     line = f"✓ {name}: {show(value, unit)}"
     _record(name, "pass", line)
@@ -569,7 +772,9 @@ def check_slips(name, value, slips, rel=1e-6):
         True when a slip matched: ``✗ Exercise NAME: got VALUE. WHY`` (the first one
         that matches) has been shown through :func:`fail`; the general check should
         then be skipped (``if not check_slips(...): check(...)``), or the student
-        would read two messages about one answer.
+        would read two messages about one answer. A match counts as a wrong answer
+        of ``name`` (:func:`failures`): the next wrong answer that :func:`check`
+        judges shows the expected value.
 
     Raises
     ------

@@ -1,6 +1,8 @@
 """gpulab.labcheck: the labs' ✓ checks, skip lines, slips and tables.
 
 The messages are what students read in the labs, so the tests pin them word for word.
+A student's first wrong answer of a check gives a hint and no expected value; the second
+gives the expected value (the ``students`` tests); strict runs give it at once.
 Most tests run strict (``GPULAB_LAB_STRICT=1``, as the course's tests do), so that a
 failure is an ``AssertionError`` whose message they read; the ``students`` fixture runs
 as a student does: a failure is shown and recorded, and nothing is raised.
@@ -17,9 +19,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpulab import labcheck, units
-from gpulab.labcheck import (check, check_slips, fail, factor_note, markdown_table,
-                             results, show, show_table, solutions_on, status_line,
-                             strict_on, unanswered)
+from gpulab.labcheck import (AGAIN, check, check_slips, fail, factor_note, failures,
+                             generic_hint, markdown_table, reset_failures, results, show,
+                             show_table, size_note, solutions_on, status_line, strict_on,
+                             unanswered)
 
 PD, BD = "per_direction", "bidirectional"
 GIB_GB = units.GiB / units.GB
@@ -49,6 +52,14 @@ def strict():
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GPULAB_LAB_STRICT", "1")
         yield
+
+
+@pytest.fixture(autouse=True)
+def fresh_kernel():
+    """Every test starts as a fresh kernel: no check has had a wrong answer yet."""
+    reset_failures()
+    yield
+    reset_failures()
 
 
 @pytest.fixture
@@ -482,12 +493,150 @@ def test_strict_on(students, monkeypatch, env, on):
 def test_a_wrong_answer_is_shown_not_raised_for_students(students, capsys):
     assert check("2 (link)", 400.0, 50.0, unit="GB/s", hint="bytes, not bits") is None
     out = capsys.readouterr().out
-    assert out == ("✗ Exercise 2 (link): expected 50 GB/s (within 0.1%), got 400 GB/s. "
+    assert out == ("✗ Exercise 2 (link): 400 GB/s is not right yet. "
                    "Your value is 8x too large: bits vs bytes? (1 byte = 8 bits)\n"
-                   "Hint: bytes, not bits\n")
+                   "Hint: bytes, not bits\n" + AGAIN + "\n")
     assert "Traceback" not in out and "labcheck.py" not in out
     status, message = results()["2 (link)"]
     assert status == "fail" and message == out.rstrip("\n")
+    assert check("2 (link)", 40.0, 50.0, unit="GB/s", hint="bytes, not bits") is None
+    out = capsys.readouterr().out
+    assert out == ("✗ Exercise 2 (link): expected 50 GB/s (within 0.1%), got 40 GB/s.\n"
+                   "Hint: bytes, not bits\n")
+    assert results()["2 (link)"] == ("fail", out.rstrip("\n"))
+
+
+# --- first wrong answer: a hint; second: the expected value ------------------------------
+def shown(capsys, *args, **kwargs):
+    check(*args, **kwargs)
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value, expected, kwargs, secret", [
+    (400.0, 50.0, {"unit": "GB/s"}, "50 GB/s"),
+    (0.51, 0.8796, {"unit": "(fraction)"}, "0.8796"),
+    (bw(400), bw(450), {}, "450 GB/s"),
+    ("PHB", "NV18", {}, "NV18"),
+    (False, True, {}, "True"),
+    (8, 4, {}, "4"),
+    (17.9, 24.6, {"unit": "s", "hint": "TP16 across two servers"}, "24.6"),
+])
+def test_first_wrong_answer_hides_the_expected_value_second_shows_it(
+        students, capsys, value, expected, kwargs, secret):
+    first = shown(capsys, "5", value, expected, **kwargs)
+    assert first.startswith("✗ Exercise 5: ") and "not right yet" in first
+    assert secret not in first and "expected" not in first.split("\n")[0]
+    assert "\nHint: " in first and first.endswith(AGAIN + "\n")
+    assert failures() == {"5": 1}
+    second = shown(capsys, "5", value, expected, **kwargs)
+    assert second.startswith("✗ Exercise 5: expected ") and secret in second
+    assert AGAIN not in second
+    assert failures() == {"5": 2}
+    third = shown(capsys, "5", value, expected, **kwargs)
+    assert third == second                        # from the second on: the same message
+
+
+def test_first_wrong_answer_uses_the_labs_hint_else_a_generic_one(students, capsys):
+    out = shown(capsys, "a", 3.0, 2.0, unit="GB/s", hint="the lab's own hint")
+    assert out.split("\n")[1] == "Hint: the lab's own hint"
+    out = shown(capsys, "b", 3.0, 2.0, unit="GB/s")
+    assert out.split("\n")[1] == ("Hint: answer in GB/s; check the units (GB vs GiB, bits "
+                                  "vs bytes, per direction vs bidirectional) and the formula")
+    out = shown(capsys, "c", "b", "a")
+    assert out == ("✗ Exercise c: 'b' is not right yet.\n"
+                   "Hint: reread the question and the output or table it points to\n"
+                   + AGAIN + "\n")
+
+
+def test_first_wrong_answer_names_the_classic_slip_or_how_far_off(students, capsys):
+    assert shown(capsys, "g", units.GiB / 1e9, 1.0, unit="GB").split("\n")[0] == (
+        "✗ Exercise g: 1.07374 GB is not right yet. Your value is 1.074x too large: "
+        "GiB vs GB?")
+    assert shown(capsys, "h", bw(900), bw(450)).split("\n")[0] == (
+        "✗ Exercise h: 900 GB/s per direction is not right yet. Your value is 2x too "
+        "large: per direction vs bidirectional?")
+    assert shown(capsys, "i", 0.85, 0.8796).split("\n")[0] == (
+        "✗ Exercise i: 0.85 is not right yet. Your value is a little too small (within "
+        "10%): check the constants you used and where you rounded.")
+    assert shown(capsys, "j", 9, 7).split("\n")[0] == (
+        "✗ Exercise j: 9 is not right yet. It is too large.")
+
+
+@pytest.mark.parametrize("got, want, note", [
+    (100 * 8, 100, " Your value is 8x too large: bits vs bytes? (1 byte = 8 bits)"),
+    (104, 100, " Your value is a little too large (within 10%): check the constants you "
+               "used and where you rounded."),
+    (92, 100, " Your value is a little too small (within 10%): check the constants you "
+              "used and where you rounded."),
+    (150, 100, " Your value is too large, by less than a factor of 2: check the formula "
+               "for a missing or extra term or factor."),
+    (30, 100, " Your value is too small, by a factor between 2 and 10: check the formula "
+              "and the units."),
+    (1e5, 100, " Your value is too large by about 1e+03x: check the units and their "
+               "prefixes (k, M, G; GB vs GiB; bits vs bytes)."),
+    (0, 100, " Your value is zero: did a step of the formula multiply by 0?"),
+    (-100, 100, " Your value has the wrong sign: check the order of a difference."),
+    (5, 0, ""),
+    (math.inf, 100, ""),
+])
+def test_size_note(got, want, note):
+    assert size_note(got, want) == note
+
+
+@given(want=st.floats(1e-9, 1e9), q=st.floats(1.001, 1e6), larger=st.booleans())
+def test_size_note_never_gives_the_expected_value(want, q, larger):
+    got = want * q if larger else want / q
+    note = size_note(got, want)
+    assert note.startswith(" Your value ")
+    assert ("too large" in note) == larger or "inverse" in note
+    assert show(want) not in note or show(want) in show(got)
+
+
+@pytest.mark.parametrize("got, want", [(None, 1.0), (1.0, "2")])
+def test_size_note_rejects_non_numbers(got, want):
+    with pytest.raises(ValueError, match="must be a real number"):
+        size_note(got, want)
+
+
+@pytest.mark.parametrize("expected, unit, words", [
+    (bw(450), "", "direction"), (units.DirectionError, "", "DirectionError"),
+    (True, "", "reread"), ("PIX", "", "reread"), (4, "", "count again"),
+    (0.5, "", "GB vs GiB"), (0.5, "B", "answer in B;")])
+def test_generic_hint_by_kind(expected, unit, words):
+    assert words in generic_hint(expected, unit)
+
+
+def test_a_slip_counts_as_the_first_wrong_answer(students, capsys):
+    ring = 2 ** 22 * 7 / 4
+    assert check_slips("3", ring / 2, RING) is True
+    assert "expected" not in capsys.readouterr().out
+    out = shown(capsys, "3", ring * 3, ring, unit="B")
+    assert out.startswith("✗ Exercise 3: expected 7.34003e+06 B (within 0.1%)")
+
+
+def test_a_wrong_kind_of_value_is_named_both_times_and_counts(students, capsys):
+    first = shown(capsys, "k", 450.0, bw(450))
+    assert first == ("✗ Exercise k: expected a units.Bandwidth (a value with a direction), "
+                     "got float 450.0\n")
+    assert shown(capsys, "k", bw(400), bw(450)).startswith(
+        "✗ Exercise k: expected 450 GB/s per direction")
+
+
+def test_attempts_are_counted_per_check_and_not_for_skips_or_passes(students, capsys):
+    check("p", None, 2.0)
+    check("p", 2.0, 2.0)
+    check("q", 3.0, 2.0)
+    assert failures() == {"q": 1}
+    assert "not right yet" in shown(capsys, "p", 3.0, 2.0)      # "p": its first wrong one
+    reset_failures("q")
+    assert "not right yet" in shown(capsys, "q", 3.0, 2.0)
+    with pytest.raises(ValueError, match="^name must be a non-empty string"):
+        reset_failures("")
+
+
+def test_strict_shows_the_expected_value_on_the_first_wrong_answer():
+    with pytest.raises(AssertionError, match=r"^Exercise 2: expected 50 GB/s \(within "):
+        check("2", 400.0, 50.0, unit="GB/s")
 
 
 def test_results_keeps_the_last_outcome_per_name(students, capsys):
@@ -557,15 +706,19 @@ def test_in_a_notebook_a_wrong_answer_is_a_red_box_and_run_all_goes_on(tmp_path,
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("from gpulab.labcheck import check, results"),
         nbformat.v4.new_code_cell("check('2', 400.0, 50.0, unit='GB/s', hint='8 bits')"),
-        nbformat.v4.new_code_cell("print(results()['2'][0])")])
+        nbformat.v4.new_code_cell("print(results()['2'][0])"),
+        nbformat.v4.new_code_cell("check('2', 40.0, 50.0, unit='GB/s', hint='8 bits')")])
     nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
-    wrong, after = nb.cells[1].outputs, nb.cells[2].outputs
+    wrong, after, again = nb.cells[1].outputs, nb.cells[2].outputs, nb.cells[3].outputs
     assert [o.output_type for o in wrong] == ["display_data"]
     html = wrong[0].data["text/html"]
-    assert "✗ Exercise 2: expected 50 GB/s" in html and "<br>Hint: 8 bits" in html
-    assert wrong[0].data["text/plain"].startswith("✗ Exercise 2: expected 50 GB/s")
+    assert "✗ Exercise 2: 400 GB/s is not right yet" in html and "<br>Hint: 8 bits" in html
+    assert "50 GB/s" not in html
+    assert wrong[0].data["text/plain"].startswith("✗ Exercise 2: 400 GB/s is not right")
     assert after[0].text == "fail\n"
+    assert [o.output_type for o in again] == ["display_data"]   # the same kernel: 2nd try
+    assert again[0].data["text/plain"].startswith("✗ Exercise 2: expected 50 GB/s")
 
 
 # --- tables ------------------------------------------------------------------------
