@@ -16,7 +16,9 @@ MyST roles), and saving would rewrite the tracked source in jupytext's own layou
   checks' reveals) becomes a closed ``<details>`` element, admonitions and exercises get a
   bold title, ``{math}`` becomes ``$$ ... $$``, cross-references become links titled as
   their targets (:func:`label_index`: a section's heading, a figure's caption, the
-  section an equation sits in), and links to a local JupyterLab become relative;
+  section an equation sits in), a ``{lab}`` role (a lab section, see ``book/_ext/book_html.py``)
+  becomes a relative link to that section of the learner's copy of the lab, and links to a
+  local JupyterLab become relative;
 * collapses the cells the book hides (:func:`hide_as_the_book_does`) and is signed in the
   user's Jupyter trust database (:func:`trust`), so JupyterLab shows its figures and
   explorers on opening, without a re-run.
@@ -32,7 +34,9 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
+import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -219,6 +223,24 @@ def _href(stem: str, title: str | None, book: Path) -> str:
     return f"../../book/{stem}.md"
 
 
+@functools.lru_cache(maxsize=1)
+def _book_html():
+    """The book's local Sphinx extension (``book/_ext/book_html.py``), for its lab role."""
+    spec = importlib.util.spec_from_file_location("book_html", BOOK / "_ext" / "book_html.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _lab_link(target: str) -> str:
+    """A ``{lab}`lab02_x.ipynb#PCIe-explorer``` role as a link that JupyterLab opens from a
+    copy in ``_build/chapters/``: the learner's lab (``labs/`` of the served folder) at the
+    heading, which the notebook scrolls to (``#heading=<anchor>``)."""
+    path, section = _book_html().lab_section(target, ROOT / "labs")
+    anchor = target.split("#", 1)[1]
+    return f"[`{path}`, section “{section}”](../../{path}#heading={anchor})"
+
+
 def myst_to_markdown(text: str, labels: dict | None = None, book: Path = BOOK) -> str:
     """Turn the MyST directives and roles of one Markdown cell into plain Markdown.
 
@@ -258,6 +280,8 @@ def myst_to_markdown(text: str, labels: dict | None = None, book: Path = BOOK) -
             return match.group(0)
         if name == "kbd":
             return f"`{content}`"
+        if name == "lab":
+            return _lab_link(content)
         text, target = content, content
         if "<" in content and content.endswith(">"):
             text = content[:content.index("<")].strip()

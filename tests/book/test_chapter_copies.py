@@ -49,6 +49,12 @@ def test_every_reference_of_the_book_resolves():
     ("{ref}`ch-why-interconnect`", "[Why Interconnect Is the Bottleneck]"
                                    "(why_interconnect.ipynb#Why-Interconnect-Is-the-Bottleneck)"),
     ("{doc}`/book/labs`", "[Labs](../../book/labs.md)"),
+    ("{lab}`lab05_plan_70b.ipynb#TP-explorer`",
+     "[`labs/lab05_plan_70b.ipynb`, section “TP explorer”]"
+     "(../../labs/lab05_plan_70b.ipynb#heading=TP-explorer)"),
+    ("{lab}`lab04_accept_a_server.ipynb#Scale-out-explorer`",
+     "[`labs/lab04_accept_a_server.ipynb`, section “Scale-out explorer”]"
+     "(../../labs/lab04_accept_a_server.ipynb#heading=Scale-out-explorer)"),
     ("[Lab 5](http://localhost:8888/lab/tree/labs/lab05_plan_70b.ipynb#heading=TP-explorer)",
      "[Lab 5](../../labs/lab05_plan_70b.ipynb)"),
 ])

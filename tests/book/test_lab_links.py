@@ -1,9 +1,11 @@
 """The labs and the book point at each other correctly.
 
-* Every "Try it in the lab" link in a chapter (``<lab>.ipynb#Anchor``) names a lab that
-  exists and a heading of it: JupyterLab's anchor of a Markdown heading is its text with
-  each space turned into ``-``. The JupyterLab URL's folder agrees with the folder that
-  ``make lab`` serves.
+* Every "Try it in the lab" reference in a chapter (the ``{lab}`<lab>.ipynb#Anchor``` role
+  of ``book/_ext/book_html.py``) names a lab that exists and a heading of it: JupyterLab's
+  anchor of a Markdown heading is its text with each space turned into ``-``. The role
+  writes the lab's path as ``labs/<lab>.ipynb``, which agrees with the folder that
+  ``make lab`` serves. No chapter hard-codes a JupyterLab address (a host and port): the
+  published book cannot know where the reader's JupyterLab runs.
 * Every explorer a chapter builds (``<name>_explorer(``) is linked from that chapter to a
   lab section that builds the same explorer and holds a ✓ check; every explorer of
   ``gpulab.widgets`` has such a section in some lab.
@@ -25,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[2]
 LABS = ROOT / "labs"
 BOOK = ROOT / "book"
 
-# a link to a lab section; JupyterLab scrolls to ``#heading=<id>`` (a bare ``#<id>`` is
-# dropped when the URL also carries a query such as the login token)
-LINK_RE = re.compile(
-    r"\]\((?P<url>[^)\s]*?(?P<lab>lab\d\d_\w+\.ipynb)#(?P<kind>heading=)?(?P<anchor>[^)\s]+))\)")
+# a reference to a lab section: {lab}`lab02_read_your_server.ipynb#PCIe-explorer`
+LINK_RE = re.compile(r"\{lab\}`(?P<lab>lab\d\d_\w+\.ipynb)#(?P<anchor>[^`\s]+)`")
+# a JupyterLab address typed into a page (http://localhost:8888/lab/tree/..., any host or port)
+LAB_ADDRESS_RE = re.compile(r"https?://[\w.-]+(:\d+)?/(lab|tree|notebooks)(/|\b)[^)\s`]*")
 EXPLORER_RE = re.compile(r"\b(?P<name>[a-z]+)_explorer\(")
 HEADING_RE = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<text>.+?)\s*$")
 
@@ -122,14 +124,21 @@ def test_chapter_lab_links_resolve(chapter):
         assert m["anchor"] in anchors, (
             f"{chapter.name}: {m['lab']} has no heading with the anchor #{m['anchor']} "
             f"(headings: {sorted(anchors)})")
-        url = m["url"]
-        assert m["kind"], (f"{chapter.name}: {url}: write the fragment as "
-                           f"#heading={m['anchor']}, the form JupyterLab scrolls to")
-        if "/lab/tree/" in url:
-            path = url.split("/lab/tree/", 1)[1].split("#", 1)[0]
-            assert path == prefix + m["lab"], (
-                f"{chapter.name}: {url} opens {path!r}, but `make lab` serves the lab "
-                f"as {prefix + m['lab']!r}")
+        assert prefix == "labs/", (
+            f"{chapter.name}: the lab role writes labs/{m['lab']}, but `make lab` serves "
+            f"the lab as {prefix + m['lab']!r}")
+
+
+@pytest.mark.parametrize("page", [*chapters(), BOOK / "labs.md", LABS / "README.md"],
+                         ids=lambda p: p.stem)
+def test_no_jupyterlab_address_is_typed(page):
+    """A typed address works for one port on one machine only; a page names the lab's path
+    (the ``lab`` role) instead. ``book/labs.md`` may show what ``make lab`` prints, as code."""
+    text = page.read_text(encoding="utf-8")
+    if page.name == "labs.md":
+        text = re.sub(r"`[^`\n]*`", "", text)     # an example of the URL `make lab` prints
+    found = [m.group(0) for m in LAB_ADDRESS_RE.finditer(text)]
+    assert not found, f"{page.name}: JupyterLab addresses typed into the page: {found}"
 
 
 @pytest.mark.parametrize("chapter", chapters(), ids=lambda p: p.stem)

@@ -1,0 +1,72 @@
+"""Local Sphinx extension of the book (registered in ``_config.yml``, ``local_extensions``).
+
+* The ``lab`` role names a lab section without a server's address:
+  ``{lab}`lab02_read_your_server.ipynb#PCIe-explorer``` is written as the lab's path in
+  JupyterLab and its section, "``labs/lab02_read_your_server.ipynb``, section “PCIe
+  explorer”". The published book cannot know where a reader's JupyterLab runs (any port,
+  a JupyterHub), so it shows the path to open there; the chapter copies that ``make lab``
+  opens turn the role into a relative link (``jupyter/chapter_notebooks.py``). The anchor
+  is JupyterLab's id of the heading: its text with spaces as ``-``. The section's title is
+  read from the lab's Markdown headings; a lab or an anchor that does not exist is an error.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from docutils import nodes
+
+#: ``lab01_link_math.ipynb#Link-explorer``: a lab of labs/ and the anchor of a heading.
+LAB_TARGET = re.compile(r"^(?P<lab>lab\d\d_\w+\.ipynb)#(?P<anchor>[^\s#]+)$")
+
+
+HEADING = re.compile(r"^#{1,6}\s+(?P<text>.+?)\s*$")
+
+
+def lab_headings(notebook: Path) -> dict[str, str]:
+    """``{JupyterLab anchor: heading text}`` of a notebook's Markdown headings."""
+    found = {}
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        in_fence = False
+        for line in "".join(cell["source"]).splitlines():
+            if line.lstrip().startswith("```"):
+                in_fence = not in_fence
+            m = None if in_fence else HEADING.match(line)
+            if m:
+                found.setdefault(m["text"].replace(" ", "-"), m["text"])
+    return found
+
+
+def lab_section(target: str, labs: Path) -> tuple[str, str]:
+    """``(path in JupyterLab, section title)`` of a ``lab`` role's target; ``labs`` is the
+    folder of the lab notebooks."""
+    m = LAB_TARGET.match(target.strip())
+    if not m:
+        raise ValueError(f"lab role: {target!r} is not '<labNN_name>.ipynb#<Heading-anchor>'")
+    notebook = labs / m["lab"]
+    if not notebook.is_file():
+        raise ValueError(f"lab role: no lab {m['lab']} in {labs.name}/")
+    headings = lab_headings(notebook)
+    if m["anchor"] not in headings:
+        raise ValueError(f"lab role: {m['lab']} has no heading with the anchor "
+                         f"#{m['anchor']} (anchors: {sorted(headings)})")
+    return f"labs/{m['lab']}", headings[m["anchor"]]
+
+
+def lab_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    env = inliner.document.settings.env
+    try:
+        path, section = lab_section(text, Path(env.srcdir) / "labs")
+    except ValueError as err:
+        msg = inliner.reporter.error(str(err), line=lineno)
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    env.note_dependency(str(Path(env.srcdir) / path))   # a renamed heading rebuilds the page
+    return [nodes.literal(path, path), nodes.Text(f", section “{section}”")], []
+
+
+def setup(app):
+    app.add_role("lab", lab_role)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
