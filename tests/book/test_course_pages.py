@@ -215,6 +215,56 @@ def test_each_misconception_points_at_a_figure_or_section():
         assert topic.lower() in text.lower(), topic
 
 
+def misconception_cards():
+    text = (BOOK / "instructor" / "misconceptions.md").read_text(encoding="utf-8")
+    return [e for e in re.split(r"\n\n(?=\*\*\")", text)[1:]]
+
+
+def book_targets():
+    """Every section label and figure name of the book's pages."""
+    out = set()
+    for path in BOOK.rglob("*.md"):
+        text = path.read_text(encoding="utf-8")
+        out |= labels(text) | set(re.findall(r"^\s*name: ([A-Za-z0-9_-]+)\s*$", text, re.M))
+    return out
+
+
+def test_misconceptions_are_vote_cards_with_live_pointers():
+    """Each card: the belief, a vote, the answer, a computed number where one exists, and a
+    figure or section of the course that exists."""
+    targets = book_targets()
+    cards = misconception_cards()
+    for card in cards:
+        for part in ("*Vote:*", "*Answer:*", "*In numbers:*", "*Show:*"):
+            assert part in card, (part, card[:60])
+        refs = re.findall(r"\{(?:numref|ref)\}`(?:[^`<]*<)?([A-Za-z0-9_-]+)>?`", card)
+        assert refs and set(refs) <= targets, (card[:60], set(refs) - targets)
+    assert "fig-does-not-exist" not in targets and "rn-busbw" in targets
+
+
+@pytest.mark.parametrize("belief", [
+    "Two nodes run at one NIC's rate", "Oversubscription does not matter",
+    "RoCE behaves like InfiniBand", "GPUDirect RDMA is automatic",
+    "every NVLink is up", "always trains at Gen5 x16", "-g 8",
+])
+def test_misconceptions_hold_the_beliefs_engineers_bring(belief):
+    assert any(belief in card.split("*Vote:*")[0] for card in misconception_cards()), belief
+
+
+def test_line_rate_card_says_only_algbw_is_impossible():
+    card = next(c for c in misconception_cards() if "line rate means a wrong table" in c)
+    answer = card.split("*Answer:*")[1]
+    assert "only **algbw**" in answer and "NVLS" in answer and "across nodes" in answer
+    assert "fig-so-nodes" in card and "fig-rn-audit" in card
+
+
+def test_article_only_mistakes_are_not_cards():
+    """The article's own slips, which engineers do not bring, live in the claims appendix."""
+    beliefs = " ".join(c.split("*Vote:*")[0] for c in misconception_cards())
+    for phrase in ("enable ACS", "after QKV and FC1", "Sequence parallelism cuts"):
+        assert phrase not in beliefs, phrase
+
+
 @pytest.mark.browser
 def test_assessment_answers_hidden_until_opened(page, site_url):
     page.goto(f"{site_url}/book/instructor/assessment.html", wait_until="load")
