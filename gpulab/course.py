@@ -7,7 +7,7 @@ page:
 * ``course_tracks.yaml``: the half-day and one-day tracks, an agenda of timed items
   (chapter sections to run and to skip, lab parts, breaks, discussion prompts);
 * ``article_claims.yaml``: every numbered claim of the source article with its verdict
-  (``right``, ``wrong``, ``unverifiable``), the evidence and where the course discusses
+  (``right``, ``misleading``, ``wrong``, ``unverifiable``), the evidence and where the course discusses
   it; the evidence text names quantities that :func:`evidence_values` computes with the
   other ``gpulab`` modules;
 * ``glossary.yaml``: every term of the notation page with its Chinese term and a
@@ -27,7 +27,7 @@ import yaml
 from . import collectives, links, measurements, specs, units
 from ._validate import check_choice
 from .parallelism import model, model_state_bytes, parameter_count, slowdown, speedup
-from .parallelism import bubble_fraction, tp_allreduce_count
+from .parallelism import activation_memory_per_layer, bubble_fraction, tp_allreduce_count
 from .pcie import effective_bandwidth, encoded_bandwidth, raw_bandwidth
 
 __all__ = [
@@ -37,9 +37,11 @@ __all__ = [
     "evidence_values", "evidence_text", "evidence_fields", "glossary", "glossary_sections",
 ]
 
-#: Verdicts a claim may carry; ``context`` marks a numbered item of the fact list that
-#: is background to another claim, not a claim of the article.
-VERDICTS = ("right", "wrong", "unverifiable", "context")
+#: Verdicts a claim may carry. ``misleading`` (shown as "misleading / oversimplified")
+#: is a claim that holds in part or as a rule of thumb but misleads as stated; ``wrong``
+#: is false, impossible or mislabelled; ``context`` marks a numbered item of the fact list
+#: that is background to another claim, not a claim of the article.
+VERDICTS = ("right", "misleading", "wrong", "unverifiable", "context")
 #: Kinds of agenda item in a track.
 ITEM_KINDS = ("intro", "chapter", "lab", "break", "discussion", "assessment")
 
@@ -286,6 +288,10 @@ def evidence_values():
     p13 = parameter_count("13b")
     fwd = tp_allreduce_count(recompute="full") - tp_allreduce_count()   # forward only
     layers = model("70b").layers
+    # activations of the whole 70B shape (no parallelism), FlashAttention (no score term)
+    act = {b: layers * activation_memory_per_layer("70b", micro_batch=b,
+                                                   recompute="selective")
+           for b in (1, a["micro_batch"])}
     v = {
         "v100_fp16_tflops": v100.fp16_dense_flops / 1e12,
         "h100_fp16_tflops": h100.fp16_dense_flops / 1e12,
@@ -350,6 +356,9 @@ def evidence_values():
         "states_13b_gb": p13 * megatron / 1e9,
         "hbm_h100_gb": h100.memory_bytes / 1e9,
         "pp2_bubble_m8_pct": 100 * bubble_fraction(2, 8),
+        "art_micro_batch": a["micro_batch"],
+        "act_70b_mb_gb": act[a["micro_batch"]] / 1e9,
+        "act_70b_mb1_gb": act[1] / 1e9,
     }
     return v
 
