@@ -5,7 +5,9 @@ and the notation page show, so that no timing, verdict or translation is typed i
 page:
 
 * ``course_tracks.yaml``: the half-day and one-day tracks, an agenda of timed items
-  (chapter sections to run and to skip, lab parts, breaks, discussion prompts);
+  (chapter sections to run and to skip, lab parts, breaks, discussion prompts with
+  their talking points), and the assumed rates at which :func:`lab_estimate` turns a
+  lab part's measured size (answers, prose, code to write) into minutes;
 * ``article_claims.yaml``: every numbered claim of the source article with its verdict
   (``right``, ``misleading``, ``wrong``, ``unverifiable``), the evidence and where the course discusses
   it; the evidence text names quantities that :func:`evidence_values` computes with the
@@ -18,9 +20,12 @@ This is a model module: it reads data and computes, and imports no UI library.
 from __future__ import annotations
 
 import functools
+import html
+import json
 import re
 import string
 from dataclasses import dataclass
+from pathlib import Path
 
 import yaml
 
@@ -29,10 +34,14 @@ from ._validate import check_choice
 from .parallelism import model, model_state_bytes, parameter_count, slowdown, speedup
 from .parallelism import activation_memory_per_layer, bubble_fraction, tp_allreduce_count
 from .pcie import effective_bandwidth, encoded_bandwidth, raw_bandwidth
+from .tables import html_table
 
 __all__ = [
     "VERDICTS", "ITEM_KINDS", "clear_cache", "AgendaItem", "Track", "Claim", "Term",
-    "track_names", "track", "track_total", "agenda_rows",
+    "track_names", "track", "track_total", "agenda_rows", "runs_between_breaks",
+    "max_run_without_break", "talking_points", "lab_needs", "LabSection",
+    "repository_root", "lab_sections", "lab_rates", "section_minutes", "lab_estimate",
+    "lab_block_estimates", "section_titles", "section_title", "agenda_table",
     "claims", "claim", "claim_sections", "chapter_titles", "article_info", "verdict_counts",
     "evidence_values", "evidence_text", "evidence_fields", "glossary", "glossary_sections",
 ]
@@ -54,7 +63,7 @@ def _load(name):
 
 def clear_cache():
     """Forget the loaded data files, so the next call reads them again (for tests)."""
-    for f in (_tracks, _claims_data, _claims, evidence_values, _glossary):
+    for f in (_tracks_data, _tracks, _claims_data, _claims, evidence_values, _glossary):
         f.cache_clear()
 
 
@@ -65,7 +74,9 @@ class AgendaItem:
 
     ``duration`` is in seconds. ``doc`` is a chapter file name (``"nvlink"``) or a lab
     notebook name (``"lab01_link_math"``); ``run`` and ``skip`` are chapter section
-    labels or lab part titles (``"Part A"``).
+    labels or lab part titles (``"Part A"``). ``prompt`` is a question for the room and
+    ``talking_points`` what the instructor should hear or say in answer: templates whose
+    ``{name}`` fields :func:`evidence_values` fills (:func:`talking_points`).
     """
 
     kind: str
@@ -75,18 +86,28 @@ class AgendaItem:
     run: tuple = ()
     skip: tuple = ()
     prompt: str = ""
+    talking_points: tuple = ()
 
 
 @dataclass(frozen=True)
 class Track:
-    """A teaching track: an agenda that must fit ``budget`` ± ``tolerance`` seconds."""
+    """A teaching track: an agenda planned to fill at most ``1 - slack`` of ``budget``.
+
+    ``budget`` is the length of the session in seconds; ``slack`` the fraction of it
+    left unplanned (questions, a slow start, a lab that runs long).
+    """
 
     key: str
     title: str
     audience: str
     budget: float
-    tolerance: float
+    slack: float
     items: tuple
+
+    @property
+    def planned_limit(self):
+        """The most the agenda may fill: ``budget * (1 - slack)`` [s]."""
+        return self.budget * (1.0 - self.slack)
 
 
 def _item(raw, where):
@@ -99,22 +120,37 @@ def _item(raw, where):
         raise ValueError(f"{where}: minutes must be a positive number; got {minutes!r}")
     if kind in ("chapter", "lab") and not raw.get("doc"):
         raise ValueError(f"{where}: a {kind} item needs doc")
+    points = raw.get("talking_points", ())
+    if isinstance(points, str) or not all(isinstance(p, str) and p.strip()
+                                          for p in points):
+        raise ValueError(f"{where}: talking_points must be a list of non-empty strings")
     return AgendaItem(kind=kind, title=str(raw.get("title", "")),
                       duration=float(minutes) * 60.0,
                       doc=str(raw.get("doc", "")), run=tuple(raw.get("run", ())),
-                      skip=tuple(raw.get("skip", ())), prompt=str(raw.get("prompt", "")))
+                      skip=tuple(raw.get("skip", ())), prompt=str(raw.get("prompt", "")),
+                      talking_points=tuple(points))
+
+
+@functools.lru_cache(maxsize=1)
+def _tracks_data():
+    return _load("course_tracks.yaml")
 
 
 @functools.lru_cache(maxsize=1)
 def _tracks():
-    data = _load("course_tracks.yaml")["tracks"]
+    data = _tracks_data()["tracks"]
     out = {}
     for key, raw in data.items():
         items = tuple(_item(it, f"course_tracks.yaml {key} item {i}")
                       for i, it in enumerate(raw["items"], start=1))
+        slack = raw.get("slack_fraction")
+        if not isinstance(slack, (int, float)) or isinstance(slack, bool) \
+                or not 0 <= slack < 1:
+            raise ValueError(f"course_tracks.yaml {key}: slack_fraction must be in "
+                             f"[0, 1); got {slack!r}")
         out[key] = Track(key=key, title=raw["title"], audience=raw.get("audience", ""),
                          budget=float(raw["budget_minutes"]) * 60.0,
-                         tolerance=float(raw["tolerance_minutes"]) * 60.0, items=items)
+                         slack=float(slack), items=items)
     return out
 
 
@@ -132,7 +168,7 @@ def track(name):
 def track_total(name, kind=None):
     """Total time of a track in seconds, or of its items of one ``kind`` only.
 
-    >>> track_total("half-day") <= track("half-day").budget + track("half-day").tolerance
+    >>> track_total("half-day") <= track("half-day").planned_limit
     True
     """
     t = track(name)
@@ -153,6 +189,328 @@ def agenda_rows(name):
         rows.append((f"{m // 60}:{m % 60:02d}", int(round(it.duration / 60.0)), it))
         t += it.duration
     return rows
+
+
+def runs_between_breaks(name):
+    """The stretches of a track between breaks: a list of ``(start, duration)`` [s].
+
+    A lunch is an item of kind ``break``. The rule the tracks follow is in
+    ``course_tracks.yaml`` (``max_minutes_without_break``, :func:`max_run_without_break`).
+    """
+    runs, start, t = [], 0.0, 0.0
+    for it in track(name).items:
+        if it.kind == "break":
+            if t > start:
+                runs.append((start, t - start))
+            start = t + it.duration
+        t += it.duration
+    if t > start:
+        runs.append((start, t - start))
+    return runs
+
+
+def max_run_without_break():
+    """The longest a room should sit without a break [s] (``course_tracks.yaml``)."""
+    return float(_tracks_data()["max_minutes_without_break"]) * 60.0
+
+
+def talking_points(item):
+    """The talking points of an agenda item with their computed numbers filled in."""
+    if not isinstance(item, AgendaItem):
+        raise ValueError(f"item must be an AgendaItem of a track; got {item!r}")
+    values = evidence_values()
+    return tuple(p.format(**values) for p in item.talking_points)
+
+
+def lab_needs(lab):
+    """The chapter sections each part of a lab builds on: ``{part: ("doc#label", ...)}``.
+
+    A lab block of a track should come after chapter blocks that present these sections
+    (``lab_needs`` in ``course_tracks.yaml``; unlisted parts need nothing).
+    """
+    needs = _tracks_data().get("lab_needs", {})
+    if not isinstance(lab, str) or not _LAB_NAME.match(lab):
+        raise ValueError(f"lab must be a lab notebook name like 'lab01_link_math'; "
+                         f"got {lab!r}")
+    return {part: tuple(anchors) for part, anchors in needs.get(lab, {}).items()}
+
+
+# --- what a lab part asks of a learner --------------------------------------------
+_LAB_NAME = re.compile(r"^lab\d\d_[a-z0-9_]+$")
+_PART_HEADING = re.compile(r"^## (.+?)\s*$")
+_CHECK_CALL = re.compile(r"\bcheck(?:_slips)?\(\s*[rf]?([\"'])(.*?)\1")
+_PLACEHOLDER = re.compile(r"YOUR CODE|\bTODO\b|^\s*(?:[\w.]+\s*=\s*)?\.\.\.\s*(?:#.*)?$")
+_FENCE = re.compile(r"^```.*?^```", flags=re.S | re.M)
+_CHECK_CELL = re.compile(r"^# (?:✓ check|Reveal and ✓ check)")
+_WORD = re.compile(r"\S*\w\S*")          # a token with a letter or digit, not "#" or "—"
+
+
+@dataclass(frozen=True)
+class LabSection:
+    """A ``## `` section of a lab notebook, measured.
+
+    ``title`` is the heading text (``"Part A — Units and direction"``); the text before
+    the first heading is the section ``""``. ``words`` counts the prose (Markdown
+    without code blocks), ``answers`` the names the ✓ checks check (an answer checked by
+    ``check_slips`` and ``check`` counts once), ``functions`` the cells where the
+    learner completes a ``def`` with placeholders, ``lines_to_write`` the placeholder
+    lines (``YOUR CODE``, ``TODO``, a bare ``...``) in the learner's cells, and
+    ``cells_to_run`` the given code cells (neither solution, check, nor placeholder).
+    """
+
+    title: str
+    words: int
+    answers: tuple
+    functions: int
+    lines_to_write: int
+    cells_to_run: int
+
+    def matches(self, part):
+        """Whether ``part`` names this section: its whole title, or the title before
+        an em dash (``"Part A"`` for ``"Part A — Units and direction"``)."""
+        return part in (self.title, self.title.split(" — ", 1)[0])
+
+    @property
+    def is_part(self):
+        return self.title.startswith("Part ")
+
+
+def repository_root():
+    """The course's repository (the folder above the ``gpulab`` package).
+
+    The labs and the book are read from there; ``gpulab`` must be installed from the
+    repository (``pip install -e .``)."""
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "labs").is_dir() or not (root / "book").is_dir():
+        raise ValueError(f"root: {root} holds no labs/ and book/; gpulab must be "
+                         "installed from the course repository (pip install -e .)")
+    return root
+
+
+def _root(root):
+    if root is None:
+        return repository_root()
+    root = Path(root)
+    if not (root / "labs").is_dir() or not (root / "book").is_dir():
+        raise ValueError(f"root must be the course repository (with labs/ and book/); "
+                         f"got {str(root)!r}")
+    return root
+
+
+def lab_sections(notebook):
+    """Measure every ``## `` section of a lab notebook: a tuple of :class:`LabSection`.
+
+    Parameters
+    ----------
+    notebook : dict or path
+        The notebook as parsed JSON (nbformat 4), or the path of an ``.ipynb`` file.
+    """
+    if isinstance(notebook, (str, Path)):
+        notebook = json.loads(Path(notebook).read_text(encoding="utf-8"))
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise ValueError("notebook must be a notebook (parsed JSON with 'cells') or "
+                         f"the path of one; got {type(notebook).__name__}")
+    sections = [["", 0, [], 0, 0, 0]]
+    for cell in notebook["cells"]:
+        src = cell.get("source", "")
+        src = "".join(src) if isinstance(src, list) else str(src)
+        if cell.get("cell_type") == "markdown":
+            prose = _FENCE.sub("", src)
+            for line in prose.splitlines():
+                m = _PART_HEADING.match(line)
+                if m:
+                    sections.append([m.group(1), 0, [], 0, 0, 0])
+                sections[-1][1] += len(_WORD.findall(line))
+            continue
+        if cell.get("cell_type") != "code" or "solution" in cell.get(
+                "metadata", {}).get("tags", ()):
+            continue
+        sec = sections[-1]
+        names = [m.group(2) for m in _CHECK_CALL.finditer(src)]
+        sec[2] += [n for i, n in enumerate(names)
+                   if n not in sec[2] and n not in names[:i]]
+        holes = [ln for ln in src.splitlines() if _PLACEHOLDER.search(ln)]
+        if _CHECK_CELL.match(src.lstrip()) or names:
+            continue
+        if holes:
+            sec[4] += len(holes)
+            sec[3] += bool(re.search(r"^\s*def ", src, flags=re.M))
+        else:
+            sec[5] += 1
+    return tuple(LabSection(title=t, words=w, answers=tuple(a), functions=f,
+                            lines_to_write=n, cells_to_run=c)
+                 for t, w, a, f, n, c in sections if t or w or a or c)
+
+
+def lab_rates():
+    """The assumed rates that turn a lab section's size into minutes (a dict).
+
+    ``words_per_minute``, ``minutes_per_answer``, ``minutes_per_function``,
+    ``minutes_per_cell`` (see ``course_tracks.yaml``; kind: assumed).
+    """
+    return dict(_tracks_data()["lab_rates"])
+
+
+def section_minutes(section):
+    """Estimated time for a learner to work through one :class:`LabSection` [s].
+
+    Notes
+    -----
+    .. math:: t = \\frac{W}{r_w} + n_a t_a + n_f t_f + n_c t_c
+
+    with the prose's words W, the answers n_a, the functions to write n_f and the
+    given cells to run n_c, at the rates of :func:`lab_rates` (assumed, not measured
+    in a classroom).
+    """
+    if not isinstance(section, LabSection):
+        raise ValueError(f"section must be a LabSection; got {section!r}")
+    r = lab_rates()
+    minutes = (section.words / r["words_per_minute"]
+               + len(section.answers) * r["minutes_per_answer"]
+               + section.functions * r["minutes_per_function"]
+               + section.cells_to_run * r["minutes_per_cell"])
+    return minutes * 60.0
+
+
+def lab_estimate(lab, parts, *, opening=True, root=None):
+    """Estimated time for the ``parts`` of a lab [s], with its opening if ``opening``.
+
+    The opening is every section before the first part (the introduction, setup and,
+    in most labs, the quick checks): a learner works through it once, in the first
+    block of a lab.
+
+    >>> round(lab_estimate("lab03_ring_allreduce", ["Part A"], opening=False) / 60) >= 20
+    True
+    """
+    if not isinstance(lab, str) or not _LAB_NAME.match(lab):
+        raise ValueError(f"lab must be a lab notebook name like 'lab01_link_math'; "
+                         f"got {lab!r}")
+    path = _root(root) / "labs" / f"{lab}.ipynb"
+    if not path.is_file():
+        raise ValueError(f"lab must name a notebook in labs/; got {lab!r}")
+    sections = lab_sections(path)
+    if isinstance(parts, str) or not parts:
+        raise ValueError(f"parts must be a non-empty list of part titles; got {parts!r}")
+    chosen = []
+    for p in parts:
+        found = [s for s in sections if s.matches(p)]
+        if not found:
+            raise ValueError(f"parts: {lab} has no section {p!r}; it has "
+                             f"{', '.join(repr(s.title) for s in sections if s.title)}")
+        chosen += found
+    if opening:
+        first = next((i for i, s in enumerate(sections) if s.is_part), len(sections))
+        chosen = list(sections[:first]) + [s for s in chosen if s not in sections[:first]]
+    return sum(section_minutes(s) for s in chosen)
+
+
+def lab_block_estimates(name, root=None):
+    """Each lab block of a track with its estimate: ``[(item, seconds)]``.
+
+    The opening of a lab is counted in its first block of the track only.
+    """
+    seen, out = set(), []
+    for it in track(name).items:
+        if it.kind == "lab":
+            out.append((it, lab_estimate(it.doc, it.run, opening=it.doc not in seen,
+                                         root=root)))
+            seen.add(it.doc)
+    return out
+
+
+# --- chapter sections by label ----------------------------------------------------
+_TARGET = re.compile(r"^\(([A-Za-z0-9_-]+)\)=\s*$")
+_HEADING = re.compile(r"^(#{1,6}) (.+?)\s*$")
+_ADMONITION = re.compile(r"^`{3,}\{admonition\}\s*(.+?)\s*$")
+
+
+def section_titles(text):
+    """``{label: title}`` of every ``(label)=`` target of a MyST chapter.
+
+    A label on a heading gets the heading's text; a label on an admonition gets the
+    admonition's title and, in parentheses, the ``##`` section it sits in (the
+    chapters have several boxes of one title).
+
+    >>> section_titles("(a)=\\n## Lanes\\n\\n(b)=\\n```{admonition} Box\\n```\\n")
+    {'a': 'Lanes', 'b': 'Box (in “Lanes”)'}
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a chapter's MyST text; got {type(text).__name__}")
+    out, section = {}, ""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        h = _HEADING.match(line)
+        if h and len(h.group(1)) == 2:
+            section = h.group(2)
+        m = _TARGET.match(line)
+        if not m:
+            continue
+        nxt = next((ln for ln in lines[i + 1:] if ln.strip()), "")
+        h, a = _HEADING.match(nxt), _ADMONITION.match(nxt)
+        if h:
+            out[m.group(1)] = h.group(2)
+        elif a:
+            out[m.group(1)] = f"{a.group(1)} (in “{section}”)" if section else a.group(1)
+    return out
+
+
+def section_title(doc, label, root=None):
+    """The title of the section ``label`` of chapter ``doc`` (``book/<doc>.md``)."""
+    if not isinstance(doc, str) or not _LABEL.match(doc.replace("_", "-")):
+        raise ValueError(f"doc must be a chapter file name like 'nvlink'; got {doc!r}")
+    path = _root(root) / "book" / f"{doc}.md"
+    if not path.is_file():
+        raise ValueError(f"doc must name a chapter in book/; got {doc!r}")
+    titles = section_titles(path.read_text(encoding="utf-8"))
+    if label not in titles:
+        raise ValueError(f"label: book/{doc}.md has no section labelled {label!r}")
+    return titles[label]
+
+
+def _inline(text):
+    """Heading Markdown as HTML: escaped, with `code` spans."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def agenda_table(name, root=None):
+    """The agenda of a track as an HTML table (what the instructor guide shows).
+
+    Chapter sections appear by title, linked to their label; lab parts by the part's
+    own heading; each discussion prompt with its talking points.
+    """
+    root = _root(root)
+    estimates = {id(it): s for it, s in lab_block_estimates(name, root)}
+
+    def where(item, names):
+        if item.kind == "chapter":
+            return "<br>".join(f'<a href="../{item.doc}.html#{n}">'
+                               f'{_inline(section_title(item.doc, n, root))}</a>'
+                               for n in names)
+        if item.kind == "lab":
+            sections = lab_sections(root / "labs" / f"{item.doc}.ipynb")
+            titles = [next((s.title for s in sections if s.matches(n)), None)
+                      for n in names]
+            if None in titles:
+                raise ValueError(f"name: track {name!r} names a part of {item.doc} "
+                                 f"that it lacks: {names[titles.index(None)]!r}")
+            return "<br>".join(_inline(title) for title in titles)
+        return ""
+
+    rows = []
+    for start, minutes, it in agenda_rows(name):
+        what = f"<b>{html.escape(it.title)}</b>"
+        if it.kind == "lab":
+            what += (f"<br><small><code>labs/{it.doc}.ipynb</code>; measured size: "
+                     f"about {estimates[id(it)] / 60:.0f} min</small>")
+        prompt = "—"
+        if it.prompt:
+            points = "".join(f"<li>{_inline(p)}</li>" for p in talking_points(it))
+            prompt = (f"{html.escape(it.prompt)}<br><i>Talking points:</i>"
+                      f"<ul>{points}</ul>")
+        rows.append([start, minutes, what, where(it, it.run) or "—",
+                     where(it, it.skip) or "—", prompt])
+    return html_table(["Start", "Min.", "Activity", "Run", "Skip",
+                       "Discussion prompt"], rows, small=True)
 
 
 # --- claims -----------------------------------------------------------------------
