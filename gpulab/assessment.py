@@ -182,7 +182,7 @@ def poll():
                    "converted the wrong way (GB to GiB)"),
                   (8 * a["q3_gb"], f"{8 * a['q3_gb']:.3f} GB", "bytes read as bits")]),
         _numeric(4, "A NIC against NVLink",
-                 f"Each Blackwell GPU (NVLink5) has one {a['q4_nic_gbit']:.0f} Gb/s "
+                 f"On a GB300 system each GPU (NVLink5) has one {a['q4_nic_gbit']:.0f} Gb/s "
                  "ConnectX-8. What is the NIC's rate per direction, and how many times "
                  "less is it than the GPU's NVLink5 per direction?",
                  "c",
