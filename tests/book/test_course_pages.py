@@ -207,6 +207,15 @@ def test_assessment_glues_its_answers_and_has_poll_sheet_and_scoring():
     assert "assessment.poll()" in text and "assessment.score" in text
 
 
+def test_assessment_names_the_questions_each_track_asks():
+    """The page's "the half-day track uses questions ..." is what the track's agenda asks."""
+    text = re.sub(r"\s+", " ", (BOOK / "instructor" / "assessment.md").read_text(encoding="utf-8"))
+    asked = {m for it in course.track("half-day").items
+             for m in re.findall(r"\(questions ([^)]+)\)", it.title)}
+    assert len(asked) == 1, asked
+    assert f"half-day track uses questions {asked.pop()}," in text
+
+
 def test_each_misconception_points_at_a_figure_or_section():
     text = (BOOK / "instructor" / "misconceptions.md").read_text(encoding="utf-8")
     entries = re.split(r"\n\n(?=\*\*\")", text)[1:]
