@@ -8,6 +8,10 @@
   opens turn the role into a relative link (``jupyter/chapter_notebooks.py``). The anchor
   is JupyterLab's id of the heading: its text with spaces as ``-``. The section's title is
   read from the lab's Markdown headings; a lab or an anchor that does not exist is an error.
+* Every image of a figure gets an alt text from the figure's caption (:func:`figure_alt`):
+  figures of cell outputs (myst-nb) and ``{figure}`` directives without ``:alt:`` would
+  otherwise carry the image's path as alt text, which a screen reader spells out. The alt
+  text is the caption's first sentence; the full caption stays below the image.
 """
 from __future__ import annotations
 
@@ -67,6 +71,47 @@ def lab_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     return [nodes.literal(path, path), nodes.Text(f", section “{section}”")], []
 
 
+#: an alt text that is only a file name or a path (what docutils writes when alt is missing)
+PATH_LIKE = re.compile(r"^\S*([/\\]\S*|\.(png|svg|jpe?g|gif|webp|pdf))$", re.IGNORECASE)
+
+
+def first_sentence(text: str, limit: int = 160) -> str:
+    """The caption's first sentence, at most ``limit`` characters (cut at a word).
+
+    >>> first_sentence("Ring AllReduce on 8 GPUs. Each step moves 1/8 of the data.")
+    'Ring AllReduce on 8 GPUs.'
+    >>> first_sentence("Bandwidth vs. message size (log axes)")
+    'Bandwidth vs. message size (log axes)'
+    """
+    text = " ".join(text.split())
+    m = re.search(r"(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)[.!?](\s|$)", text)
+    short = text[:m.end()].strip() if m else text
+    if len(short) > limit:
+        short = short[:limit].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return short
+
+
+def needs_alt(image: nodes.image) -> bool:
+    alt = (image.get("alt") or "").strip()
+    return not alt or alt == image.get("uri") or bool(PATH_LIKE.match(alt))
+
+
+def figure_alt(app, doctree, docname) -> None:
+    """Give the images of each captioned figure the caption's first sentence as alt text
+    where they have none, or only their path."""
+    for figure in doctree.findall(nodes.figure):
+        caption = next(iter(figure.findall(nodes.caption)), None)
+        legend = next(iter(figure.findall(nodes.legend)), None)
+        source = caption if caption is not None and caption.astext().strip() else legend
+        if source is None:
+            continue
+        alt = first_sentence(source.astext())
+        for image in figure.findall(nodes.image):
+            if needs_alt(image):
+                image["alt"] = alt
+
+
 def setup(app):
     app.add_role("lab", lab_role)
+    app.connect("doctree-resolved", figure_alt)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

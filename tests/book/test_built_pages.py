@@ -1,0 +1,79 @@
+"""The built book's pages (``_build/html``), read as HTML without a browser.
+
+* Every image in a figure has an alt text that says something: not empty, not the image's
+  file name or path (what docutils writes when a figure has no ``:alt:``; myst-nb's cell
+  output figures never have one). ``book/_ext/book_html.py`` copies the caption's first
+  sentence.
+
+Run: ``make book`` then ``pytest tests/book/test_built_pages.py``.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+BOOK_TITLE = CONFIG["title"]
+# one word with a slash or an image's extension: a path or a file name, not a description
+PATH_LIKE = re.compile(r"^\S*([/\\]\S*|\.(png|svg|jpe?g|gif|webp|pdf))$", re.IGNORECASE)
+
+
+def toc_pages() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                yield re.sub(r"\.(md|ipynb)$", "", entry["file"])
+            yield from walk(entry.get("sections"))
+            yield from walk(entry.get("chapters"))
+
+    return [toc["root"], *walk(toc.get("chapters")),
+            *(doc for part in toc.get("parts") or [] for doc in walk(part.get("chapters")))]
+
+
+PAGES = toc_pages()
+
+
+def soup(html_dir: Path, doc: str) -> BeautifulSoup:
+    return BeautifulSoup((html_dir / f"{doc}.html").read_text(encoding="utf-8"), "html.parser")
+
+
+def bad_alt(img) -> str | None:
+    """Why an image's alt text says nothing, or None."""
+    alt = " ".join((img.get("alt") or "").split())
+    if not alt:
+        return "no alt text"
+    if alt == img.get("src") or PATH_LIKE.search(alt):
+        return f"alt text is a path: {alt[:80]!r}"
+    return None
+
+
+def test_bad_alt_rule():
+    assert bad_alt(BeautifulSoup('<img src="a.png">', "html.parser").img) == "no alt text"
+    path = '<img src="../_images/ab12.svg" alt="../_images/ab12.svg">'
+    assert bad_alt(BeautifulSoup(path, "html.parser").img).startswith("alt text is a path")
+    name = '<img src="x/fig.png" alt="fig.png">'
+    assert bad_alt(BeautifulSoup(name, "html.parser").img)
+    good = '<img src="x.svg" alt="Ring AllReduce time against message size on 8 GPUs.">'
+    assert bad_alt(BeautifulSoup(good, "html.parser").img) is None
+    units = '<img src="x.svg" alt="Per-rail bandwidth of eight 200 Gb/s NICs.">'
+    assert bad_alt(BeautifulSoup(units, "html.parser").img) is None
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_figure_images_have_alt_text(html_dir, doc):
+    page = soup(html_dir, doc)
+    bad = [f"{img.get('src', '')[-40:]}: {why}" for fig in page.find_all("figure")
+           for img in fig.find_all("img") if (why := bad_alt(img))]
+    assert not bad, f"{doc}: figure images without a useful alt text:\n  " + "\n  ".join(bad)
+
+
+def test_some_figures_were_checked(html_dir):
+    n = sum(len(fig.find_all("img")) for doc in PAGES for fig in soup(html_dir, doc)("figure"))
+    assert n >= 20, f"only {n} figure images in the built book: is the figure markup the same?"
