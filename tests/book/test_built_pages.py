@@ -4,6 +4,8 @@
   file name or path (what docutils writes when a figure has no ``:alt:``; myst-nb's cell
   output figures never have one). ``book/_ext/book_html.py`` copies the caption's first
   sentence.
+* A page is titled once: the intro, whose heading is the book's title, is not
+  "<title> — <title>".
 
 Run: ``make book`` then ``pytest tests/book/test_built_pages.py``.
 """
@@ -77,3 +79,11 @@ def test_figure_images_have_alt_text(html_dir, doc):
 def test_some_figures_were_checked(html_dir):
     n = sum(len(fig.find_all("img")) for doc in PAGES for fig in soup(html_dir, doc)("figure"))
     assert n >= 20, f"only {n} figure images in the built book: is the figure markup the same?"
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_page_is_titled_once(html_dir, doc):
+    title = " ".join(soup(html_dir, doc).title.get_text().split())
+    parts = [p.strip() for p in title.split("—")]
+    assert len(parts) == len(set(parts)), f"{doc}: <title> repeats itself: {title!r}"
+    assert parts[-1] == BOOK_TITLE, f"{doc}: <title> {title!r} does not end with the book's title"
