@@ -12,6 +12,10 @@
   figures of cell outputs (myst-nb) and ``{figure}`` directives without ``:alt:`` would
   otherwise carry the image's path as alt text, which a screen reader spells out. The alt
   text is the caption's first sentence; the full caption stays below the image.
+* One search field per page (:func:`one_search_field`): the sidebar's. pydata-sphinx-theme
+  (0.16 and later) also puts a search button into the header unless ``navbar_persistent``
+  is set, and Jupyter Book does not set it; the search page itself leaves the sidebar's
+  out (``html_sidebars`` in ``_config.yml``), as it has its own field.
 """
 from __future__ import annotations
 
@@ -111,7 +115,14 @@ def figure_alt(app, doctree, docname) -> None:
                 image["alt"] = alt
 
 
+def one_search_field(app, config) -> None:
+    """No header search button (the sidebar has the search field), unless the book's
+    configuration asks for one."""
+    config.html_theme_options.setdefault("navbar_persistent", [])
+
+
 def setup(app):
     app.add_role("lab", lab_role)
+    app.connect("config-inited", one_search_field)
     app.connect("doctree-resolved", figure_alt)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -6,6 +6,10 @@
   sentence.
 * A page is titled once: the intro, whose heading is the book's title, is not
   "<title> — <title>".
+* Each page has exactly one search field: the sidebar's button on a page, the page's own
+  input on the search page (the header's button and the sidebar's on the search page are
+  left out; the Ctrl+K dialog's input and the small screens' icon in the article header are
+  not fields on the page).
 
 Run: ``make book`` then ``pytest tests/book/test_built_pages.py``.
 """
@@ -87,3 +91,21 @@ def test_page_is_titled_once(html_dir, doc):
     parts = [p.strip() for p in title.split("—")]
     assert len(parts) == len(set(parts)), f"{doc}: <title> repeats itself: {title!r}"
     assert parts[-1] == BOOK_TITLE, f"{doc}: <title> {title!r} does not end with the book's title"
+
+
+def search_fields(page: BeautifulSoup) -> list[str]:
+    """The search fields a reader sees on a wide screen, as short descriptions."""
+    found = []
+    for el in page.select("button.search-button-field"):
+        where = el.find_parent(["header", "nav", "aside", "div"], id=True)
+        found.append(f"button in #{where['id'] if where else '?'}")
+    for el in page.select('input[type="search"], input[name="q"]'):
+        if el.find_parent("dialog") is None:
+            found.append("input")
+    return found
+
+
+@pytest.mark.parametrize("doc", [*PAGES, "search"])
+def test_one_search_field_per_page(html_dir, doc):
+    fields = search_fields(soup(html_dir, doc))
+    assert len(fields) == 1, f"{doc}: {len(fields)} search fields: {fields}"
