@@ -12,6 +12,10 @@ Every page listed in ``_toc.yml`` is loaded once in headless Chromium, served fr
 * each chapter (toc parts other than ``NON_CHAPTER_PARTS``) has at least one figure in a
   cell output and at least one typeset equation.
 
+The search page is opened twice: from disk (``file://``), where it must log no console
+error (the browser refuses the fetch of each hit's page for a snippet, so none is made),
+and served, where the hits keep their snippets.
+
 Screenshots of every page go to ``_build/screenshots/book/``.
 Run: ``make book`` then ``pytest tests/book/test_book_html.py`` (or ``-m browser``).
 """
@@ -288,3 +292,44 @@ def test_chapter_has_rendered_figure(visit, doc):
 def test_chapter_has_typeset_math(visit, doc):
     r = visit(doc)
     assert r.n_mjx >= 1, f"{doc}: no MathJax-rendered equation (mjx-container) on the page"
+
+
+# ---------------------------------------------------------------------------------------
+# The search page, opened from disk and served
+# ---------------------------------------------------------------------------------------
+SEARCH_DONE_JS = "() => /found \\d+ page/.test(document.querySelector('#search-results')?.innerText || '')"
+
+
+def _search(page, url: str) -> list[str]:
+    """Open the search page for one common word; return the console errors it logged."""
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{url}?q=nvlink", wait_until="load")
+    page.wait_for_function(SEARCH_DONE_JS, timeout=15_000)
+    assert page.locator("#search-results ul.search li").count() > 0, "no hit for 'nvlink'"
+    page.wait_for_timeout(1_000)       # the snippets' fetches, had they been made
+    return errors
+
+
+def test_search_page_from_disk_logs_no_error(browser, html_dir):
+    """Over file:// a browser refuses searchtools.js's fetch of each hit's page (CORS) and
+    logs an error per hit: there the hits are listed without snippets (layout.html)."""
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        errors = _search(page, (html_dir / "search.html").as_uri())
+    finally:
+        context.close()
+    assert errors == [], f"search.html over file:// logged errors: {errors[:3]}"
+
+
+def test_search_page_served_shows_snippets(browser, site_url, make_offline):
+    context = browser.new_context()
+    page = make_offline(context.new_page())
+    try:
+        errors = _search(page, f"{site_url}/search.html")
+        page.wait_for_selector("#search-results ul.search li p.context", timeout=10_000)
+    finally:
+        context.close()
+    assert errors == [], f"search.html over http logged errors: {errors[:3]}"
