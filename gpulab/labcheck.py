@@ -58,12 +58,14 @@ import numbers
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from . import units
 
 __all__ = ["SOLUTIONS_ENV", "STRICT_ENV", "AGAIN", "solutions_on", "strict_on",
            "status_line", "show", "factor_note", "size_note", "generic_hint", "unanswered",
            "check", "check_slips", "fail", "results", "failures", "reset_failures",
+           "Accepted", "accepted", "answer_text",
            "markdown_table", "show_table"]
 
 #: The environment variable that switches the labs' solution cells on (value ``"1"``).
@@ -76,6 +78,8 @@ STRICT_ENV = "GPULAB_LAB_STRICT"
 _RESULTS = {}
 # How many wrong answers each check has had in this process (kernel), see failures().
 _FAILURES = {}
+# What each answered check accepts: {name: Accepted}, see accepted().
+_ACCEPTED = {}
 
 #: The last line of a first wrong answer: the expected value comes on the second.
 AGAIN = "Run this check again after a fix: a second wrong answer shows the expected value."
@@ -154,6 +158,51 @@ def results():
 
 def _record(name, status, message):
     _RESULTS[name] = (status, message)
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """What one check accepts: the answer key of an exercise (:func:`accepted`).
+
+    Attributes
+    ----------
+    expected : object
+        The right answer, as :func:`check` received it (a 0-d array as its element).
+    rel : float
+        The relative tolerance of bandwidths and floats.
+    unit : str
+        The unit of a plain number, as the check names it ("" for none).
+    """
+
+    expected: object
+    rel: float
+    unit: str
+
+    def text(self):
+        """The answer as an answer key prints it (:func:`answer_text`)."""
+        return answer_text(self.expected, self.unit, self.rel)
+
+
+def accepted():
+    """What every check that was given an answer in this kernel accepts.
+
+    The answer keys (``make answers``) read it after running a lab with its solutions.
+    A check whose answer is still None records nothing, so a student's notebook holds
+    no expected value before an attempt.
+
+    Returns
+    -------
+    dict
+        ``{name: Accepted}``, the last check per name (a copy).
+
+    Examples
+    --------
+    >>> check("accepted-demo", 50.0, 50.0, unit="GB/s")
+    ✓ accepted-demo: 50 GB/s
+    >>> accepted()["accepted-demo"]
+    Accepted(expected=50.0, rel=0.001, unit='GB/s')
+    """
+    return dict(_ACCEPTED)
 
 
 def failures():
@@ -521,6 +570,111 @@ def generic_hint(expected, unit=""):
     return f"{where}check the units ({_UNIT_SLIPS}) and the formula"
 
 
+# Prefixes of the answer keys: (prefix, factor), largest first.
+_SI_PREFIXES = (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3), ("", 1.0))
+_TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+
+
+def _key_digits(rel):
+    """Significant digits an answer key shows for a check of tolerance ``rel``: enough
+    to be within it (3 to 6)."""
+    return min(6, max(3, math.ceil(-math.log10(rel)) + 1))
+
+
+def _key_number(x, rel):
+    """``x`` rounded for an answer key: its short form (up to 6 digits) when that has
+    at most one digit more than ``rel`` needs, else rounded to what ``rel`` needs."""
+    d = _key_digits(rel)
+    mantissa = f"{x:.6g}".split("e")[0].lstrip("-").replace(".", "").lstrip("0")
+    digits = len(mantissa) if len(mantissa) <= d + 1 else d
+    value = float(f"{x:.{digits}g}")
+    if not 1 <= abs(value) < 1e18:
+        return f"{value:.{digits}g}"
+    text = f"{value:.{max(0, digits - len(str(int(abs(value)))))}f}"   # no exponent
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _prefixed(x, rel, unit, prefixes):
+    """``x`` in the largest prefix of ``prefixes`` that keeps it >= 1."""
+    for name, factor in prefixes:
+        if abs(x) >= factor or factor == prefixes[-1][1]:
+            return f"{_key_number(x / factor, rel)} {name}{unit}"
+    raise AssertionError("unreachable")
+
+
+def answer_text(expected, unit="", rel=1e-3):
+    """An expected answer as an answer key prints it: a readable unit and rounding.
+
+    Parameters
+    ----------
+    expected : object
+        The right answer, of a kind :func:`check` takes.
+    unit : str
+        The check's unit of plain numbers: ``"bit/s"``, ``"B"`` (or ``"bytes"``) and
+        ``"s"`` get a prefix (``"106.25 Gbit/s"``, ``"7,340,032 B (7 MiB)"``,
+        ``"32.1 µs"``); a fraction unit (``"(fraction)"``) adds the percentage; other
+        units are kept as they are.
+    rel : float
+        The check's tolerance, in (0, 1): the rounding keeps the printed value within it
+        (at most 6 significant digits).
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        If ``unit`` is not a string, ``rel`` not in (0, 1), or ``expected`` of no kind
+        :func:`check` takes.
+
+    Examples
+    --------
+    >>> answer_text(106.25e9, "bit/s")
+    '106.25 Gbit/s'
+    >>> answer_text(units.Bandwidth(63015384615.38, "per_direction"))
+    '63.02 GB/s per direction'
+    >>> answer_text(7340032.0, "B", rel=1e-9)
+    '7,340,032 B (7 MiB)'
+    >>> answer_text(3.2131182e-05, "s", rel=1e-12)
+    '32.1312 µs'
+    >>> answer_text(0.8792932, "(fraction)")
+    '0.8793 (87.9 %)'
+    >>> answer_text(units.DirectionError), answer_text("NV18"), answer_text(3)
+    ('the DirectionError object caught', 'NV18', '3')
+    """
+    _check_str("unit", unit)
+    rel = _check_rel(rel)
+    expected = _scalar(expected)
+    if isinstance(expected, units.Bandwidth):
+        return (f"{_key_number(expected.bytes_per_s / units.GB, rel)} GB/s "
+                + ("per direction" if expected.direction == units.PER_DIRECTION
+                   else "bidirectional"))
+    if isinstance(expected, type):
+        return f"the {expected.__name__} object caught"
+    if isinstance(expected, (bool, str)):
+        return str(expected)
+    if not _is_number(expected):
+        raise ValueError("expected must be a units.Bandwidth, a class, a bool, a str or "
+                         f"a real number; got {type(expected).__name__} {expected!r}")
+    x = float(expected)
+    if unit in ("B", "bytes"):
+        if x == int(x) and abs(x) < 1e15:
+            text = f"{int(x):,} B"
+            return text + (f" ({units.fmt_bytes(x)})" if x >= 1024 else "")
+        return _prefixed(x, rel, "B", _SI_PREFIXES)
+    if unit == "bit/s":
+        return _prefixed(x, rel, "bit/s", _SI_PREFIXES)
+    if unit == "s":
+        return _prefixed(x, rel, "", _TIME_UNITS)
+    if isinstance(expected, numbers.Integral) and not unit:
+        return str(int(x))
+    text = f"{_key_number(x, rel)} {unit}".rstrip()
+    if unit.startswith("(fraction") and unit.endswith(")"):
+        text = f"{_key_number(x, rel)} ({x * 100:.1f} %{unit[len('(fraction'):-1]})"
+    return text
+
+
 def unanswered(name, value):
     """Handle an answer that is still ``None`` (or ``...``): skip it, or fail under the
     tests.
@@ -738,6 +892,7 @@ def check(name, value, expected, rel=1e-3, hint="", unit=""):
         raise ValueError(f"expected must be a finite number; got {expected!r}")
     if unanswered(name, value):
         return
+    _ACCEPTED[name] = Accepted(_scalar(expected), rel, unit)
     problem = _problem(value, expected, rel, unit)
     if problem:
         full, first = problem

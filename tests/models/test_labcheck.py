@@ -10,6 +10,7 @@ as a student does: a failure is shown and recorded, and nothing is raised.
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 
@@ -19,10 +20,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpulab import labcheck, units
-from gpulab.labcheck import (AGAIN, check, check_slips, fail, factor_note, failures,
-                             generic_hint, markdown_table, reset_failures, results, show,
-                             show_table, size_note, solutions_on, status_line, strict_on,
-                             unanswered)
+from gpulab.labcheck import (AGAIN, Accepted, accepted, answer_text, check, check_slips,
+                             fail, factor_note, failures, generic_hint, markdown_table,
+                             reset_failures, results, show, show_table, size_note,
+                             solutions_on, status_line, strict_on, unanswered)
 
 PD, BD = "per_direction", "bidirectional"
 GIB_GB = units.GiB / units.GB
@@ -589,7 +590,10 @@ def test_size_note_never_gives_the_expected_value(want, q, larger):
     note = size_note(got, want)
     assert note.startswith(" Your value ")
     assert ("too large" in note) == larger or "inverse" in note
-    assert show(want) not in note or show(want) in show(got)
+    # the only numbers in a note are those of its templates, never the expected value
+    bare = re.sub(r"within 10%|factor of 2|between 2 and 10|\(1 byte = 8 bits\)|"
+                  r"[\d.]+(?:e\+\d+)?x\b", "", note)
+    assert not re.search(r"\d", bare), note
 
 
 @pytest.mark.parametrize("got, want", [(None, 1.0), (1.0, "2")])
@@ -719,6 +723,73 @@ def test_in_a_notebook_a_wrong_answer_is_a_red_box_and_run_all_goes_on(tmp_path,
     assert after[0].text == "fail\n"
     assert [o.output_type for o in again] == ["display_data"]   # the same kernel: 2nd try
     assert again[0].data["text/plain"].startswith("✗ Exercise 2: expected 50 GB/s")
+
+
+# --- what the checks accept: the answer keys ------------------------------------------
+def test_accepted_records_answered_checks_only(students, capsys):
+    check("acc-none", None, 24.6, unit="s")
+    assert "acc-none" not in accepted()                    # nothing revealed before a try
+    check("acc-1", 24.0, np.float64(24.6), rel=1e-2, unit="s")
+    check("acc-2", bw(450), bw(450))
+    assert accepted()["acc-1"] == Accepted(24.6, 1e-2, "s")
+    assert accepted()["acc-2"].text() == "450 GB/s per direction"
+    accepted().clear()                                     # a copy
+    assert "acc-1" in accepted()
+
+
+@pytest.mark.parametrize("expected, unit, rel, text", [
+    (106.25e9, "bit/s", 1e-3, "106.25 Gbit/s"),
+    (400e9, "bit/s", 1e-3, "400 Gbit/s"),
+    (bw(450), "", 1e-3, "450 GB/s per direction"),
+    (bw(900, BD), "", 1e-3, "900 GB/s bidirectional"),
+    (bw(26.5625), "", 1e-3, "26.56 GB/s per direction"),
+    (bw(26.5625), "", 1e-6, "26.5625 GB/s per direction"),
+    (7340032.0, "B", 1e-9, "7,340,032 B (7 MiB)"),
+    (4194304, "B", 1e-3, "4,194,304 B (4 MiB)"),
+    (512, "B", 1e-3, "512 B"),
+    (24554004.36, "bytes", 1e-2, "24.6 MB"),
+    (3.213118222e-05, "s", 1e-12, "32.1312 µs"),
+    (0.0096962, "s", 1e-2, "9.7 ms"),
+    (2.5, "s", 1e-3, "2.5 s"),
+    (1.073741824, "GB", 1e-6, "1.07374 GB"),
+    (376.0, "GB/s", 5e-2, "376 GB/s"),
+    (0.87728, "(fraction of spec)", 1e-3, "0.87728 (87.7 % of spec)"),
+    (0.330404, "(fraction)", 2e-2, "0.33 (33.0 %)"),
+    (np.float64(0.7314), "", 1e-3, "0.7314"),
+    (7.1179347, "", 1e-3, "7.118"),
+    (np.array(4.0), "", 1e-3, "4"),
+    (82, "", 1e-3, "82"),
+    ("NV18", "", 1e-3, "NV18"),
+    (False, "", 1e-3, "False"),
+    (units.DirectionError, "", 1e-3, "the DirectionError object caught"),
+])
+def test_answer_text(expected, unit, rel, text):
+    assert answer_text(expected, unit, rel) == text
+
+
+@given(x=st.floats(1e-9, 1e15), rel=st.sampled_from([5e-2, 1e-2, 1e-3, 1e-4]),
+       unit=st.sampled_from(["", "GB/s", "bit/s", "s", "B"]))
+def test_answer_text_rounds_within_the_checks_tolerance(x, rel, unit):
+    text = answer_text(x, unit, rel)
+    assert "e+" not in text or unit == ""                  # prefixes, not exponents
+    number = float(text.split()[0].replace(",", ""))
+    factor = {"T": 1e12, "G": 1e9, "M": 1e6, "k": 1e3, "m": 1e-3, "µ": 1e-6,
+              "n": 1e-9}
+    word = text.split()[1] if len(text.split()) > 1 else ""
+    if unit in ("bit/s", "B", "s") and word not in (unit, "B"):
+        number *= factor[word[0]]
+    assert math.isclose(number, x, rel_tol=rel)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"expected": [1.0]}, "^expected must be a units.Bandwidth"),
+    ({"expected": None}, "^expected must be a units.Bandwidth"),
+    ({"unit": 3}, "^unit must be a string"),
+    ({"rel": 0}, r"^rel must be a relative tolerance in \(0, 1\)"),
+])
+def test_answer_text_rejects_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        answer_text(**({"expected": 1.0} | kwargs))
 
 
 # --- tables ------------------------------------------------------------------------
