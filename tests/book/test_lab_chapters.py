@@ -4,6 +4,8 @@ A learner's first hour: ``make lab`` writes the executed chapter copies
 (``jupyter/chapter_notebooks.py``) and START links them. Opened without running a cell,
 each copy must show its figures (images or SVG, not ``<Figure size ...>`` text), no raw
 cross-reference label, role or ``{glue`` in its prose, and no explorer object's repr.
+A chapter's "Try it in the lab" link (the ``{lab}`` role, made relative in the copy) opens
+the lab, on any port, at the section it names.
 One JupyterLab server (as ``make lab`` starts it, on a copy of the repository) is driven
 by headless Chromium; the copies are signed in that server's own trust database, as
 ``make lab`` signs them in the learner's.
@@ -26,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 USER_SETTINGS = {"@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"}}
 VISIBLE_NB = ".jp-NotebookPanel:not(.lm-mod-hidden)"
-RAW = re.compile(r"\{(?:ref|numref|eq|doc|glue[:\w]*)\}`|(?<![\w/.#-])(?:fig|eq|ch)-[a-z0-9]+"
+RAW = re.compile(r"\{(?:ref|numref|eq|doc|lab|glue[:\w]*)\}`|(?<![\w/.#-])(?:fig|eq|ch)-[a-z0-9]+"
                  r"(?:-[a-z0-9]+)+(?![\w.-]*\.(?:ipynb|md))")
 
 
@@ -109,3 +111,33 @@ def test_chapter_shows_its_figures_and_titles_without_running(chapters_lab, page
     if figures:
         assert got["images"] >= figures, (
             f"{link}: {got['images']} outputs with an image for {figures} figures")
+
+
+def test_lab_link_opens_the_lab_at_its_section(chapters_lab, page):
+    """pcie's first "Try it in the lab" box: ``labs/lab02_read_your_server.ipynb``, section
+    "PCIe explorer". The copy's relative link opens that lab in the same JupyterLab, whatever
+    its address, and once the lab is open the link scrolls it to the heading. (JupyterLab
+    4.6 asks a notebook it is still opening to scroll before its headings are rendered, so
+    the first click may leave the lab at its top.)"""
+    base, token = chapters_lab
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{base}/lab/tree/_build/chapters/pcie.ipynb?reset&token={token}",
+              wait_until="domcontentloaded")
+    page.locator(VISIBLE_NB + " .jp-Cell").first.wait_for(timeout=60_000)
+    link = page.locator(VISIBLE_NB + " .jp-MarkdownOutput a",
+                        has_text="labs/lab02_read_your_server.ipynb").first
+    href = link.get_attribute("href") or ""
+    assert "localhost" not in href and ":8888" not in href, href
+    link.scroll_into_view_if_needed()
+    link.click()
+    page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current",
+                 has_text="lab02_read_your_server.ipynb").wait_for(timeout=60_000)
+    heading = page.locator(VISIBLE_NB + " .jp-MarkdownOutput h3", has_text="PCIe explorer")
+    heading.first.wait_for(timeout=30_000)
+    page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text="pcie.ipynb").click()
+    link.wait_for(timeout=10_000)
+    link.click()
+    page.wait_for_timeout(2000)
+    box = heading.first.bounding_box()
+    assert box is not None and 0 <= box["y"] <= 1000, (
+        f"the lab is open, but the link did not scroll it to 'PCIe explorer': {box}")
