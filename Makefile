@@ -190,7 +190,7 @@ chapter-notebooks: venv
 # every two minutes) writes there, never into a tracked lab, so `git pull` never conflicts
 # with a learner's work. The entries of LAB_LINKS (what START.ipynb, the labs and the
 # chapters link to) are relative symbolic links to the repository's, so START.ipynb's links
-# and the chapters' /lab/tree/labs/... links open the copies. $(LAB_WORK)/.gitignore ignores
+# and the chapter copies' relative links to labs/ open the copies. $(LAB_WORK)/.gitignore ignores
 # the whole folder. A lab that changed after it was copied is named, with how to start again.
 LAB_WORK  := _work
 LAB_LINKS := START.ipynb README.md intro.md book _build gpulab measure tests
