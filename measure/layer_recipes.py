@@ -70,7 +70,7 @@ COLUMNS = ["gpu", "driver", "torch", "torchao", "date", "kind", "recipe", "compi
            "grid", "hidden", "heads", "kv_heads", "ffn_hidden", "tp", "seq_len",
            "micro_batch", "tokens", "fwd_ms", "fwd_bwd_ms", "reps", "spread",
            "peak_mem_gib", "first_call_s", "graphs", "attn", "rel_err",
-           "flops_fwd_bwd"]
+           "flops_fwd_bwd", "fwd_bwd_queued_ms", "cpu_issue_ms", "queue_ms"]
 
 # (hidden, tp, seq_len, micro_batch); heads = hidden / 128
 FIT_HIDDEN = [2048, 4096, 8192, 16384]
@@ -96,9 +96,12 @@ def grid(name):
                 for s, b in HOLD_TOK]
     if name == "check":                       # a few shapes for --static
         return [(2048, 8, 2048, 1), (4096, 2, 2048, 4), (12288, 1, 4096, 1)]
+    if name == "small":                       # held-out shapes with h / tp < 1024
+        return [(h, t, s, b) for h in HOLD_HIDDEN for t in HOLD_TP
+                for s, b in HOLD_TOK if h // t < 1024]
     if name == "smoke":
         return [(2048, 8, 2048, 1), (4096, 1, 2048, 1)]
-    raise SystemExit(f"--grid: unknown grid {name!r} (fit, holdout, check, smoke)")
+    raise SystemExit(f"--grid: unknown grid {name!r} (fit, holdout, check, small, smoke)")
 
 
 def dims(kind, h):
@@ -204,6 +207,17 @@ def probe_gqa(torch):
         return True
 
 
+def sm_clock_hz(torch):
+    """Max SM clock in Hz (for torch.cuda._sleep cycles); 1.98 GHz if unknown."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm",
+                              "--format=csv,noheader,nounits"], capture_output=True,
+                             text=True, timeout=30).stdout.split()
+        return float(out[0]) * 1e6
+    except Exception:                          # noqa: BLE001
+        return 1.98e9
+
+
 def driver_version():
     try:
         return subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
@@ -225,6 +239,12 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--target-ms", type=float, default=60.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--shard", default="0/1",
+                    help="i/n: run every n-th shape from the i-th (parallel cache warm-up)")
+    ap.add_argument("--skip-grid", default="",
+                    help="grids whose shapes are left out (e.g. check,small)")
+    ap.add_argument("--queue-ms", type=float, default=25.0,
+                    help="GPU sleep queued before each queued-timing step (0 = skip)")
     args = ap.parse_args(argv)
     t_start = time.time()
 
@@ -266,6 +286,13 @@ def main(argv=None):
     for g in args.grid.split(","):
         shapes += [(g, *sh) for sh in grid(g)]
     random.Random(args.seed).shuffle(shapes)   # a deadline cuts a random subset
+    try:
+        si, sn = (int(v) for v in args.shard.split("/"))
+        assert 0 <= si < sn
+    except (ValueError, AssertionError):
+        raise SystemExit(f"--shard: expected i/n with 0 <= i < n, got {args.shard!r}")
+    skip = {sh for g in args.skip_grid.split(",") if g for sh in grid(g)}
+    shapes = [sh for sh in shapes if tuple(sh[1:]) not in skip][si::sn]
     new = not os.path.exists(args.output) or os.path.getsize(args.output) == 0
     out = open(args.output, "a", newline="")
     w = csv.DictWriter(out, fieldnames=COLUMNS)
@@ -337,6 +364,21 @@ def main(argv=None):
                                               or len(tot) >= 30):
                     break
             med = statistics.median(tot)
+            # Queued timing: a GPU sleep goes first, so the host issues the whole step
+            # while the GPU waits; the events then time the kernels back to back, as
+            # in a model whose host runs ahead. cpu_issue_ms > queue_ms flags a step
+            # whose issue outlasted the sleep (then queued ~ synced).
+            qtot, cpu = [], []
+            if args.queue_ms > 0:
+                cycles = int(args.queue_ms * 1e-3 * sm_clock_hz(torch))
+                while len(qtot) < max(args.reps, min(len(tot), 15)):
+                    ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+                    torch.cuda._sleep(cycles)
+                    c0 = time.perf_counter()
+                    run(ev)
+                    cpu.append((time.perf_counter() - c0) * 1e3)
+                    torch.cuda.synchronize()
+                    qtot.append(ev[0].elapsed_time(ev[2]))
             graphs = ""
             if compiled:
                 from torch._dynamo.utils import counters
@@ -348,13 +390,19 @@ def main(argv=None):
                        peak_mem_gib=f"{torch.cuda.max_memory_allocated() / 2**30:.3f}",
                        first_call_s=f"{first:.2f}", graphs=graphs, rel_err=(
                            f"{rel:.4f}" if rel != "" else ""),
-                       flops_fwd_bwd=f"{shard_flops(args.kind, h, t, s, b):.6e}")
+                       flops_fwd_bwd=f"{shard_flops(args.kind, h, t, s, b):.6e}",
+                       fwd_bwd_queued_ms=(f"{statistics.median(qtot):.4f}" if qtot
+                                          else ""),
+                       cpu_issue_ms=f"{statistics.median(cpu):.3f}" if cpu else "",
+                       queue_ms=args.queue_ms if qtot else "")
             w.writerow(row)
             out.flush()
             done += 1
             log(f"{args.kind} {args.recipe} h{h} tp{t} s{s}x{b}: {med:.3f} ms "
                 f"({shard_flops(args.kind, h, t, s, b) / med / 1e9:.0f} TFLOP/s), "
-                f"first {first:.1f} s, graphs {graphs}")
+                f"first {first:.1f} s, graphs {graphs}"
+                + (f"; queued {statistics.median(qtot):.3f} ms, host issue "
+                   f"{statistics.median(cpu):.2f} ms" if qtot else ""))
         except Exception as e:                 # noqa: BLE001 - record and go on
             log(f"FAILED {args.kind} {args.recipe} h{h} tp{t} s{s}x{b}: "
                 f"{type(e).__name__}: {str(e)[:400]}")

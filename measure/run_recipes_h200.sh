@@ -4,6 +4,10 @@
 #
 #   [SEED=n] bash measure/run_recipes_h200.sh KIND [SECONDS_PER_RECIPE] [RECIPES] [GRID]
 #   bash measure/run_recipes_h200.sh static [SECONDS] [KINDS]  # static compiles, check grid
+#   bash measure/run_recipes_h200.sh queued [SECONDS]  # static compiles, check + small grids,
+#        compile caches warmed by parallel processes first, synced and queued timings
+#   bash measure/run_recipes_h200.sh queued-grid [SECONDS] [TIMED_SECONDS]
+#        the same for the fit and holdout grids of Llama layers (FP8 tensorwise, BF16)
 #
 # KIND: llama or gpt. Rows go to $OUT/recipes_KIND.csv, progress to $OUT/recipes_KIND.err,
 # versions and clocks to $OUT/versions_KIND.txt. NVLink multicast stays off.
@@ -22,6 +26,8 @@ grid=${4:-fit,holdout}
 here=$(cd "$(dirname "$0")" && pwd)
 tag=$kind
 [ "$kind" = static ] && tag=static
+[ "$kind" = queued ] && tag=queued
+[ "$kind" = queued-grid ] && tag=queued
 { echo "## date -u"; date -u; nvidia-smi -L
   nvidia-smi --query-gpu=driver_version,power.limit,clocks.max.sm --format=csv
   python3 -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)'
@@ -29,7 +35,54 @@ tag=$kind
   nproc; } > "$OUT/versions_$tag.txt" 2>&1
 nvidia-smi dmon -s pc -d 5 -o T > "$OUT/dmon_$tag.txt" 2>&1 &
 DMON=$!
-if [ "$kind" = static ]; then
+if [ "$kind" = queued ]; then
+  # 1) warm Inductor's caches: every compiled (kind, recipe, grid) in parallel processes,
+  #    one repetition each, timings discarded (the GPU is shared while they run);
+  # 2) time every set alone, one process at a time, compiles served from the caches.
+  sets="llama:bf16-compiled:check,small llama:fp8-tensorwise:check,small
+        gpt:bf16-compiled:check gpt:fp8-tensorwise:check llama:fp8-rowwise:check,small"
+  pids=""
+  for st in $sets; do
+    IFS=: read -r k r g <<< "$st"
+    n=1; [ "$g" = check,small ] && n=3
+    for i in $(seq 0 $((n - 1))); do
+      python3 "$here/layer_recipes.py" --kind "$k" --recipe "$r" --grid "$g" --static \
+        --shard "$i/$n" --reps 1 --target-ms 0 --queue-ms 0 --deadline "${per}" \
+        --output "$OUT/warm_${k}_${r}_$i.csv" 2>> "$OUT/warm.err" &
+      pids="$pids $!"
+    done
+  done
+  wait $pids
+  echo "warm-up done at $(date -u +%T)"; grep -c FAILED "$OUT/warm.err"
+  for st in llama:bf16-compiled:check,small llama:fp8-tensorwise:check,small llama:bf16-eager:small \
+            gpt:bf16-compiled:check gpt:fp8-tensorwise:check llama:fp8-rowwise:check,small; do
+    IFS=: read -r k r g <<< "$st"
+    st_flag=--static; [ "$r" = bf16-eager ] && st_flag=
+    python3 "$here/layer_recipes.py" --kind "$k" --recipe "$r" --grid "$g" $st_flag \
+      --output "$OUT/recipes_queued.csv" --deadline 80 2>> "$OUT/recipes_queued.err"
+    tail -1 "$OUT/recipes_queued.err"
+  done
+elif [ "$kind" = queued-grid ]; then
+  # the fit and holdout grids (less the check and small shapes) of Llama layers under
+  # static compiles, tensorwise FP8 then BF16; caches warmed as for "queued".
+  pids=""
+  for r in fp8-tensorwise bf16-compiled; do
+    for i in 0 1 2 3 4 5 6 7; do
+      python3 "$here/layer_recipes.py" --kind llama --recipe "$r" --grid fit,holdout \
+        --static --shard "$i/8" --reps 1 --target-ms 0 --queue-ms 0 --deadline "${per}" \
+        --skip-grid check,small --output "$OUT/warm.csv" 2>> "$OUT/warm.err" &
+      pids="$pids $!"
+    done
+  done
+  wait $pids
+  echo "warm-up done at $(date -u +%T)"; grep -c FAILED "$OUT/warm.err"
+  for r in fp8-tensorwise bf16-compiled; do
+    python3 "$here/layer_recipes.py" --kind llama --recipe "$r" --grid fit,holdout \
+      --static --skip-grid check,small --output "$OUT/recipes_queued.csv" \
+      --deadline "${3:-170}" 2>> "$OUT/recipes_queued.err"
+    tail -1 "$OUT/recipes_queued.err"
+  done
+elif [ "$kind" = static ]; then
   for k in ${3:-llama}; do
     for r in bf16-compiled fp8-tensorwise; do
       python3 "$here/layer_recipes.py" --kind $k --recipe $r --grid check --static \

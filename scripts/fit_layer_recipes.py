@@ -1,17 +1,25 @@
-"""Fit the compiled-FP8 constants of the layer-shard model to our 1x H200 recipe runs.
+"""Fit the compiled-recipe constants of the layer-shard model to our 1x H200 runs.
 
-Reads ``gpulab/data/measurements/raw/h200-x1-2026-12-02-recipes/layer_recipes.csv``
-(``measure/layer_recipes.py``: GPT and Llama layer shards under torch.compile and
-torchao float8 training). The fit uses the ``fp8-tensorwise`` rows of the ``fit`` grid
-ONLY; the ``holdout`` rows (hidden 3072, 6144, 12288: sizes the fit grid has not) give
-the error reported beside the constants. Three constants, all positive (fitted in log
-space, Levenberg-Marquardt on log time, fixed starts, best kept): per weight element,
-per cast activation element, and a fixed cost per shard (``recipe_shard_time`` in
-``gpulab/parallelism/efficiency.py``). The rest of the model (FP8 GEMM, BF16 attention
-and memory terms, launch floor) comes from ``data/layer_efficiency.yaml`` unchanged.
+Reads ``gpulab/data/measurements/raw/h200-x1-2026-12-02-recipes-static/
+layer_recipes_static.csv`` (``measure/layer_recipes.py --static``, run by
+``bash measure/run_recipes_h200.sh queued`` and ``queued-grid``): Llama and GPT layer
+shards under torch.compile (static shapes) and torchao float8 training, each timed
+twice: synced (the host issues the step while the GPU runs it) and queued (a GPU sleep
+first, so the host has issued the whole step before the GPU starts: the kernels back
+to back, as in a model whose host runs ahead). The fit uses the queued times of the
+Llama rows whose hidden size is in the fit grid (2048, 4096, 8192, 16384) ONLY; the
+held-out rows (hidden 3072, 6144, 12288, and every GPT row) give the errors reported
+beside the constants. Two steps, constants positive (fitted in log space,
+Levenberg-Marquardt on log time, fixed starts, best kept):
 
-Writes ``gpulab/data/layer_recipes.yaml`` (``--check``: exit 1 if the stored constants
-differ from a fresh fit).
+1. ``bf16-compiled``: the BF16 GEMM speed-up over the eager fit, the scale of the
+   eager fit's memory terms, a fixed cost per shard;
+2. ``fp8-tensorwise`` (with 1. fixed): the FP8 GEMM speed-up, the cast cost per
+   weight element and per activation element, the recipe's extra fixed cost.
+
+The eager constants (``data/layer_efficiency.yaml``) are used unchanged. Writes
+``gpulab/data/layer_recipes.yaml`` (``--check``: exit 1 if the stored file differs
+from a fresh fit).
 """
 from __future__ import annotations
 
@@ -31,34 +39,60 @@ from gpulab import specs  # noqa: E402
 from gpulab.parallelism.efficiency import (  # noqa: E402
     recipe_shard_time, shard_terms, shard_time)
 
-RUN = "measurements/raw/h200-x1-2026-12-02-recipes"
-CSV = ROOT / "gpulab" / "data" / RUN / "layer_recipes.csv"
+RUN = "measurements/raw/h200-x1-2026-12-02-recipes-static"
+CSV = ROOT / "gpulab" / "data" / RUN / "layer_recipes_static.csv"
+DYNAMIC = ROOT / "gpulab" / "data" / "measurements/raw/h200-x1-2026-12-02-recipes" \
+    / "layer_recipes.csv"
 OUT = ROOT / "gpulab" / "data" / "layer_recipes.yaml"
 GPU = specs.gpu("H200")
-PARAMS = ("weight_s_per_element", "activation_s_per_element", "fixed_s")
+FIT_HIDDEN = {2048, 4096, 8192, 16384}
+BF16 = ("bf16_gemm_scale", "memory_scale", "fixed_s")
+FP8 = ("fp8_gemm_scale", "fp8_weight_s_per_element", "fp8_activation_s_per_element",
+       "fp8_fixed_s")
 MEANING = {
-    "weight_s_per_element": "Time per weight element of the shard for the FP8 casts of "
-    "the weights (amax, cast, transposed copy; every micro-batch) at the reference HBM "
+    "bf16_gemm_scale": "Speed-up of the BF16 GEMM term of the eager fit when the kernels "
+    "run back to back under torch.compile [1]",
+    "memory_scale": "Scale of the eager fit's memory terms (norms, activations, residuals) "
+    "under torch.compile, which fuses them [1]",
+    "fixed_s": "Fixed GPU cost per shard forward + backward under torch.compile [s]",
+    "fp8_gemm_scale": "Speed-up of the FP8 GEMM term of the eager fit (the same "
+    "_scaled_mm kernels) when the kernels run back to back [1]",
+    "fp8_weight_s_per_element": "Time per weight element of the shard for the FP8 casts "
+    "of the weights (amax, cast, transposed copy; every micro-batch) at the reference HBM "
     "bandwidth [s]",
-    "activation_s_per_element": "Time per activation or gradient element that crosses an "
-    "FP8 cast, T x sum(k + n) over the four linear layers, at the reference HBM bandwidth "
-    "[s]",
-    "fixed_s": "Fixed cost per shard forward + backward of the compiled FP8 recipe, on top "
-    "of the GPU work [s]",
+    "fp8_activation_s_per_element": "Time per activation or gradient element that crosses "
+    "an FP8 cast, T x sum(k + n) over the four linear layers, at the reference HBM "
+    "bandwidth [s]",
+    "fp8_fixed_s": "Extra fixed cost per shard forward + backward of the compiled FP8 "
+    "recipe [s]",
 }
 
 
-def measured():
-    """{(kind, recipe, h, tp, s, b, ffn, kv): [seconds...]} and each key's grid."""
-    times, grid = defaultdict(list), {}
+def key(r):
+    return (r["kind"], r["recipe"], int(r["hidden"]), int(r["tp"]), int(r["seq_len"]),
+            int(r["micro_batch"]), int(r["ffn_hidden"]), int(r["kv_heads"]))
+
+
+def measured(column="fwd_bwd_queued_ms", path=CSV):
+    """{(kind, recipe, h, tp, s, b, ffn, kv): median seconds} of one timing column."""
+    times = defaultdict(list)
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            times[key(r)].append(float(r[column]) * 1e-3)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def host_issue():
+    """Median host issue time per recipe in the static runs [s]."""
+    t = defaultdict(list)
     with open(CSV, newline="") as f:
         for r in csv.DictReader(f):
-            k = (r["kind"], r["recipe"], int(r["hidden"]), int(r["tp"]),
-                 int(r["seq_len"]), int(r["micro_batch"]), int(r["ffn_hidden"]),
-                 int(r["kv_heads"]))
-            times[k].append(float(r["fwd_bwd_ms"]) * 1e-3)
-            grid[k] = r["grid"]
-    return {k: statistics.median(v) for k, v in times.items()}, grid
+            t[r["recipe"]].append(float(r["cpu_issue_ms"]) * 1e-3)
+    return {k: round(statistics.median(v), 5) for k, v in sorted(t.items())}
+
+
+def held_out(k):
+    return k[0] != "llama" or k[2] not in FIT_HIDDEN
 
 
 def terms(k):
@@ -67,7 +101,9 @@ def terms(k):
                        swiglu=kind == "llama")
 
 
-def model(k, coef, recipe="compiled", precision="fp8"):
+def model(k, coef, recipe="compiled", precision=None):
+    if precision is None:
+        precision = "fp8" if k[1].startswith("fp8") else "bf16"
     return recipe_shard_time(terms(k), GPU, precision, recipe, coef=coef)
 
 
@@ -87,14 +123,14 @@ def lm(theta, res, iters=300):
     return theta
 
 
-def fit(t, keys):
+def fit(t, keys, names, starts, fixed=None):
     def res(th):
-        c = dict(zip(PARAMS, np.exp(th)))
+        c = dict(fixed or {}, **dict(zip(names, np.exp(th))))
+        c.update({n: 1.0 for n in BF16 + FP8 if n not in c})
         return np.array([np.log(model(k, c) / t[k]) for k in keys])
-    starts = ([1e-12, 1e-12, 1e-4], [1e-11, 1e-13, 3e-4], [1e-13, 1e-11, 1e-3])
     best = min((lm(np.log(np.array(s0)), res) for s0 in starts),
                key=lambda th: float(res(th) @ res(th)))
-    return {n: float(f"{v:.4g}") for n, v in zip(PARAMS, np.exp(best))}
+    return dict(fixed or {}, **{n: float(f"{v:.4g}") for n, v in zip(names, np.exp(best))})
 
 
 def errors(t, keys, fn):
@@ -118,53 +154,69 @@ def by_band(errs):
 
 
 def document():
-    t, grid = measured()
-    fp8 = [k for k in t if k[1] == "fp8-tensorwise"]
-    fit_keys = sorted(k for k in fp8 if grid[k] == "fit")
-    hold_keys = sorted(k for k in fp8 if grid[k] == "holdout")
-    c = fit(t, fit_keys)
-    src = (f"Derived: fitted by scripts/fit_layer_recipes.py to the fp8-tensorwise rows of "
-           f"the fit grid in gpulab/data/{RUN}/layer_recipes.csv (1x H200 SXM, driver "
-           f"580.159.04, PyTorch 2.11.0+cu130, torchao 0.18.0, torch.compile with dynamic "
-           f"shapes, 2026-12-02; {len(fit_keys)} shapes); its held-out rows are not used")
-    doc = {"fp8_compiled": {n: {"value": c[n], "kind": "derived", "meaning": MEANING[n],
-                                "source": src, "accessed": "2026-12-02"} for n in PARAMS}}
-    new = errors(t, fp8, lambda k: model(k, c))
-    old = errors(t, fp8, lambda k: model(k, None, recipe="eager"))
-    bf16c = [k for k in t if k[1] == "bf16-compiled"]
-    bf16e = [k for k in t if k[1] == "bf16-eager"]
-    pairs = {k: t[k] / t[(k[0], "bf16-eager", *k[2:])] - 1.0
-             for k in bf16c if (k[0], "bf16-eager", *k[2:]) in t}
+    t = measured()
+    synced = measured("fwd_bwd_ms")
+    bf = [k for k in t if k[1] == "bf16-compiled"]
+    f8 = [k for k in t if k[1] == "fp8-tensorwise"]
+    c = fit(t, sorted(k for k in bf if not held_out(k)), BF16,
+            ([1.0, 1.0, 1e-4], [1.2, 0.5, 1e-5], [0.9, 0.3, 3e-4]))
+    fit8 = sorted(k for k in f8 if not held_out(k))
+    c = fit(t, fit8, FP8, ([1.0, 1e-12, 1e-12, 1e-4], [1.3, 1e-11, 1e-13, 1e-5],
+                           [0.8, 1e-13, 1e-11, 3e-4]), fixed=c)
+    src = (f"Derived: fitted by scripts/fit_layer_recipes.py to the queued times of the "
+           f"Llama rows of the fit grid in gpulab/data/{RUN}/layer_recipes_static.csv "
+           f"(1x H200 SXM, driver 580.159.04, PyTorch 2.11.0+cu130, torchao 0.18.0, "
+           f"torch.compile with static shapes, 2026-12-02; "
+           f"{sum(1 for k in bf if not held_out(k))} BF16 and {len(fit8)} FP8 shapes); "
+           f"its held-out rows are not used")
+    doc = {"compiled": {n: {"value": c[n], "kind": "derived", "meaning": MEANING[n],
+                            "source": src, "accessed": "2026-12-02"}
+                        for n in BF16 + FP8}}
+    new = errors(t, list(t), lambda k: model(k, c))
+    dyn = measured("fwd_bwd_ms", DYNAMIC)
+    dyn8 = [k for k in dyn if k[1] == "fp8-tensorwise"]
+    fits = {k for k in t if not held_out(k)}
+    rows = lambda rec, fitted: {k: v for k, v in new.items()           # noqa: E731
+                                if k[1] == rec and (k in fits) == fitted}
     checks = {
-        "fp8_compiled_fit": by_band({k: new[k] for k in fit_keys}),
-        "fp8_compiled_held_out": by_band({k: new[k] for k in hold_keys}),
-        "fp8_before_eager_model_on_compiled_runs": by_band(old),
-        "bf16_model_on_bf16_eager": {
-            kind: summary(errors(t, [k for k in bf16e if k[0] == kind],
-                                 lambda k: shard_time(terms(k), GPU, "bf16")))
-            for kind in ("gpt", "llama")},
-        "bf16_model_on_bf16_compiled": summary(errors(
-            t, bf16c, lambda k: shard_time(terms(k), GPU, "bf16"))),
-        "bf16_compiled_over_eager_minus_1": summary(pairs),
+        "bf16_compiled_fit": by_band(rows("bf16-compiled", True)),
+        "bf16_compiled_held_out": by_band(rows("bf16-compiled", False)),
+        "fp8_compiled_fit": by_band(rows("fp8-tensorwise", True)),
+        "fp8_compiled_held_out": by_band(rows("fp8-tensorwise", False)),
+        "fp8_rowwise_runs_against_the_tensorwise_model": by_band(
+            {k: v for k, v in new.items() if k[1] == "fp8-rowwise"}),
+        "fp8_compiled_model_on_synced_times": by_band(errors(
+            synced, f8, lambda k: model(k, c))),
+        "fp8_before_eager_model_on_compiled_runs": by_band(errors(
+            t, f8, lambda k: model(k, None, recipe="eager"))),
+        "fp8_compiled_model_on_dynamic_shape_runs": by_band(errors(
+            dyn, dyn8, lambda k: model(k, c))),
+        "bf16_eager_model_on_bf16_eager": summary(errors(
+            t, [k for k in t if k[1] == "bf16-eager"],
+            lambda k: shard_time(terms(k), GPU, "bf16"))),
+        "host_issue_s_median": host_issue(),
     }
     doc["checks"] = {
         "value": checks, "kind": "derived",
         "meaning": "Errors of the recipe model (model / measured - 1, positive: the model "
-                   "is slower) on our runs, per band of hidden / TP; held-out rows were "
-                   "not used in any fit",
+                   "is slower) on our runs, per band of hidden / TP, against the queued "
+                   "times unless named; held-out rows were not used in any fit; and the "
+                   "median host issue time of one shard step per recipe",
         "source": f"Derived by scripts/fit_layer_recipes.py from gpulab/data/{RUN}/"
-                  "layer_recipes.csv and the model in gpulab/parallelism/efficiency.py",
+                  "layer_recipes_static.csv (and, for the dynamic-shape check, "
+                  "../h200-x1-2026-12-02-recipes/layer_recipes.csv) and the model in "
+                  "gpulab/parallelism/efficiency.py",
         "accessed": "2026-12-02"}
     return doc
 
 
 def dump(doc):
     import yaml
-    head = ("# Constants of the compiled-FP8 recipe of gpulab.parallelism (recipe_shard_time)\n"
+    head = ("# Constants of the compiled recipe of gpulab.parallelism (recipe_shard_time)\n"
             "# and the checks of the recipe model on our runs. Written by\n"
             "# scripts/fit_layer_recipes.py; do not edit by hand, re-run it.\n"
             "# Read through gpulab.specs.assumption(\"layer_recipes\", "
-            "\"fp8_compiled/<name>\").\n")
+            "\"compiled/<name>\").\n")
     return head + yaml.safe_dump(doc, sort_keys=False, width=100)
 
 

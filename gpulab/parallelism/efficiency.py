@@ -140,64 +140,77 @@ def shard_time(terms, gpu_spec, precision, coef=None):
     return (c["floor_s"] ** p + (compute + memory) ** p) ** (1.0 / p)
 
 
+#: Names of the compiled-recipe constants in ``data/layer_recipes.yaml`` ("compiled/<name>").
+RECIPE_CONSTANTS = ("bf16_gemm_scale", "memory_scale", "fixed_s", "fp8_gemm_scale",
+                    "fp8_weight_s_per_element", "fp8_activation_s_per_element",
+                    "fp8_fixed_s")
+
+
 @functools.lru_cache(maxsize=None)
 def recipe_coefficients():
-    """The fitted constants of the compiled FP8 recipe (``data/layer_recipes.yaml``)."""
-    names = ("weight_s_per_element", "activation_s_per_element", "fixed_s")
-    return {n: float(specs.assumption("layer_recipes", f"fp8_compiled/{n}"))
-            for n in names}
+    """The fitted constants of the compiled recipe (``data/layer_recipes.yaml``)."""
+    return {n: float(specs.assumption("layer_recipes", f"compiled/{n}"))
+            for n in RECIPE_CONSTANTS}
 
 
 def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None):
     r"""Modelled time of one shard under an execution recipe. [s]
 
-    * ``"eager"``: :func:`shard_time` (BF16, or FP8 through unfused ``_scaled_mm``).
-    * ``"compiled"``, BF16: :func:`shard_time` in BF16 -- on our H200 runs
-      torch.compile left a BF16 shard within a few per cent of eager (median +1%,
-      ``data/layer_recipes.yaml``), so the eager BF16 constants serve both.
-    * ``"compiled"``, FP8 (torchao float8 training, tensorwise, torch.compile): the
-      four GEMMs at the FP8 GEMM constants of the eager fit (the ``_scaled_mm`` kernels
-      are the same), attention, norms and activations at the BF16 constants, plus the
-      work the fused recipe leaves:
+    * ``"eager"``: :func:`shard_time` (BF16, or FP8 through unfused ``_scaled_mm``):
+      the GPU's time with the host issuing each kernel as it goes (a launch floor).
+    * ``"compiled"`` (torch.compile; in FP8 torchao's float8 training with tensorwise
+      scaling): the time of the shard's kernels back to back, as in a model whose
+      host runs ahead of the GPU (no launch floor):
 
       .. math::
 
-          g = g_\text{gemm}^{fp8} + g_\text{attn}^{bf16} + g_\text{mem}^{bf16}
-              + \frac{B_\text{ref}}{B}\left(c_W W + c_A A\right) + t_x
+          g = \frac{g_\text{gemm}}{s_p} + g_\text{attn}^{bf16} + m\,g_\text{mem}^{bf16}
+              + t_0 \;\Big[ + \frac{B_\text{ref}}{B}\left(c_W W + c_A A\right) + t_8
+              \Big]_\text{fp8}
 
-      with :math:`W` the shard's weight elements (amax, cast and transposed copy of
-      each weight, every micro-batch), :math:`A = T\sum_j (k_j + n_j)` the
-      activation and gradient elements that cross a cast, and :math:`t_x` a fixed
-      cost per shard; joined to the BF16 launch floor like :func:`shard_time`.
+      :math:`g_\text{gemm}` is the GEMM term of the eager fit in precision :math:`p`
+      (the same cuBLAS / ``_scaled_mm`` kernels) and :math:`s_p` its fitted speed-up
+      when the kernels run back to back; :math:`m` scales the eager fit's memory
+      terms (norms, activations, residuals that the compiler fuses); :math:`t_0` is a
+      fixed GPU cost per shard. In FP8, :math:`W` is the shard's weight elements
+      (amax, cast and transposed copy of each weight, every micro-batch),
+      :math:`A = T\sum_j (k_j + n_j)` the activation and gradient elements that
+      cross a cast, :math:`t_8` the recipe's extra fixed cost. Fitted by
+      ``scripts/fit_layer_recipes.py`` on our static-compile H200 runs; the host's
+      own issue time (3-5 ms per shard step in those runs) is not in :math:`g`: a
+      shard shorter than that is host-bound unless CUDA graphs replay it.
 
     Other GPUs: as in :func:`shard_time`, the FLOP terms scale with the GPU's own dense
-    peaks and the memory terms with its HBM bandwidth; the cast constants and
-    :math:`t_x` are carried over from the H200 runs unchanged -- an assumption. On
-    B200 the FP8 peak of ``data/gpus.csv`` (NVIDIA DGX B200 datasheet) serves both
-    per-tensor FP8 and MXFP8 (one E8M0 scale per 32 values, applied natively by
-    Blackwell's Tensor Cores: Transformer Engine user guide, "MXFP8"); the same peak
-    for both is an assumption, and the model does not tell them apart.
+    peaks and the memory and cast terms with its HBM bandwidth; the scales and fixed
+    costs are carried over from the H200 runs unchanged -- an assumption. On B200 the
+    FP8 peak of ``data/gpus.csv`` (NVIDIA DGX B200 datasheet) serves both per-tensor
+    FP8 and MXFP8 (one E8M0 scale per 32 values, applied natively by Blackwell's
+    Tensor Cores: Transformer Engine user guide, "MXFP8"); the same peak for both is
+    an assumption, and the model does not tell them apart.
 
-    ``coef``: the compiled-FP8 constants (default: the fitted ones).
+    ``coef``: the compiled constants (default: the fitted ones).
     """
     check_choice("recipe", recipe, RECIPES)
-    if recipe == "eager" or precision == "bf16":
+    if recipe == "eager":
         return shard_time(terms, gpu_spec, precision)
     k = recipe_coefficients() if coef is None else coef
-    cb, c8 = coefficients("bf16"), coefficients("fp8")
-    gemm = (terms["gemm_flops"] + c8["gemm_half_dim"] * terms["gemm_thin"]) \
-        / (c8["gemm_efficiency"] * peak_flops(gpu_spec, "fp8"))
+    cb, cp = coefficients("bf16"), coefficients(precision)
+    scale = k["fp8_gemm_scale"] if precision == "fp8" else k["bf16_gemm_scale"]
+    gemm = (terms["gemm_flops"] + cp["gemm_half_dim"] * terms["gemm_thin"]) \
+        / (cp["gemm_efficiency"] * scale * peak_flops(gpu_spec, precision))
     attn = terms["attention_flops"] \
         / (cb["attention_efficiency"] * peak_flops(gpu_spec, "bf16"))
-    memory = (cb["full_width_s_per_element"] * terms["full_width_elements"]
-              + cb["shard_width_s_per_element"] * terms["shard_width_elements"]
-              + cb["weight_s_per_element"] * terms["weight_elements"]
-              + k["weight_s_per_element"] * terms["weight_elements"]
-              + k["activation_s_per_element"] * terms["cast_elements"]) \
-        * cb["hbm_bandwidth"] / gpu_spec.memory_bandwidth
-    p = cb["floor_exponent"]
+    bw = cb["hbm_bandwidth"] / gpu_spec.memory_bandwidth
+    memory = k["memory_scale"] * bw * (
+        cb["full_width_s_per_element"] * terms["full_width_elements"]
+        + cb["shard_width_s_per_element"] * terms["shard_width_elements"]
+        + cb["weight_s_per_element"] * terms["weight_elements"])
     g = gemm + attn + memory + k["fixed_s"]
-    return (cb["floor_s"] ** p + g ** p) ** (1.0 / p)
+    if precision == "fp8":
+        g += bw * (k["fp8_weight_s_per_element"] * terms["weight_elements"]
+                   + k["fp8_activation_s_per_element"] * terms["cast_elements"]) \
+            + k["fp8_fixed_s"]
+    return g
 
 
 def gemm_efficiency(k, n, gpu_spec, precision):
@@ -260,7 +273,9 @@ def layer_efficiency(hidden, heads, tp, seq_len, micro_batch, *, gpu="H200",
     roofline per part (GEMMs at a fitted efficiency that falls for thin GEMMs,
     attention, memory-bound elementwise work) joined by a smooth maximum with the
     launch floor of an eager shard, fitted ONLY to our 1x H200 SXM layer-shard runs
-    (700 W power limit, eager PyTorch). On other GPUs the curve is transferred from
+    (700 W power limit, eager PyTorch). ``recipe="compiled"`` (the default) takes the
+    same terms with the constants fitted to our static-compile runs, kernels back to
+    back and no launch floor (:func:`recipe_shard_time`). On other GPUs the curve is transferred from
     H200 (an assumption): compute terms scale with the GPU's own dense peak, memory
     terms with its HBM bandwidth (H100 SXM: same SMs and peak as H200, 3.35 instead
     of 4.8 TB/s). Head dimension is taken as measured (128); ``heads`` is only
@@ -269,9 +284,11 @@ def layer_efficiency(hidden, heads, tp, seq_len, micro_batch, *, gpu="H200",
 
     Examples
     --------
-    >>> small = layer_efficiency(2048, 16, 8, 2048, 1)
-    >>> large = layer_efficiency(25600, 200, 1, 2048, 8)
+    >>> small = layer_efficiency(2048, 16, 8, 2048, 1, recipe="eager")
+    >>> large = layer_efficiency(25600, 200, 1, 2048, 8, recipe="eager")
     >>> small < 0.2 < 0.55 < large < 0.8
+    True
+    >>> layer_efficiency(2048, 16, 8, 2048, 1) > 2 * small     # no launch floor
     True
     >>> h100 = layer_efficiency(4096, 32, 4, 2048, 1, gpu="H100")
     >>> h100 < layer_efficiency(4096, 32, 4, 2048, 1)      # less HBM bandwidth

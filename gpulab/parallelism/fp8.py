@@ -4,9 +4,10 @@ FP8 halves a GEMM's time at the Tensor Cores' peak, but a shard also runs attent
 norms and activations in BF16, and FP8 adds casts and amax reductions (each weight and
 activation that enters an FP8 GEMM is scaled and cast, every micro-batch). The
 functions here ask the compute model of :mod:`.efficiency` the question "how much faster
-is this shard in FP8?" and list our 1x H200 runs of the same question
-(``data/measurements/raw/h200-x1-2026-12-02-recipes``) with the model's time beside
-each.
+is this shard in FP8?" and list our 1x H200 runs of the same question with the model's
+time beside each: the compiled recipes from ``data/measurements/raw/h200-x1-2026-12-02-
+recipes-static`` (static-shape compiles, queued timing: the kernels back to back), the
+eager variants from ``data/measurements/raw/h200-x1-2026-12-02-recipes``.
 """
 from __future__ import annotations
 
@@ -23,8 +24,14 @@ from .efficiency import (RECIPES, recipe_shard_time,
 __all__ = ["fp8_speedup", "fp8_speedup_curve", "recipe_runs", "measured_fp8_speedups",
            "RECIPE_RUNS"]
 
-#: Our recipe runs (1x H200 SXM, PyTorch 2.11, torchao 0.18, 2026-12-02).
-RECIPE_RUNS = "measurements/raw/h200-x1-2026-12-02-recipes/layer_recipes.csv"
+#: Our compiled-recipe runs (1x H200 SXM, PyTorch 2.11, torchao 0.18, 2026-12-02).
+RECIPE_RUNS = ("measurements/raw/h200-x1-2026-12-02-recipes-static/"
+               "layer_recipes_static.csv")
+#: Our eager runs of the same day (BF16 eager and torchao FP8 without compile).
+EAGER_RUNS = "measurements/raw/h200-x1-2026-12-02-recipes/layer_recipes.csv"
+#: Hidden sizes of the Llama fit grid; every other row is held out of the fits.
+FIT_HIDDEN = (2048, 4096, 8192, 16384)
+_COMPILED = ("bf16-compiled", "fp8-tensorwise", "fp8-rowwise")
 
 
 def fp8_speedup(hidden, tp, seq_len, micro_batch, *, gpu="H200", recipe="compiled"):
@@ -109,11 +116,18 @@ _RECIPE_NAMES = {"bf16-eager": ("bf16", "eager"), "bf16-compiled": ("bf16", "com
 @functools.lru_cache(maxsize=1)
 def _runs():
     times, meta = {}, {}
-    for r in csv.DictReader(io.StringIO(specs.read_data_text(RECIPE_RUNS))):
-        k = (r["kind"], r["recipe"], int(r["hidden"]), int(r["tp"]), int(r["seq_len"]),
-             int(r["micro_batch"]))
-        times.setdefault(k, []).append(float(r["fwd_bwd_ms"]) * 1e-3)
-        meta[k] = (r["grid"], int(r["ffn_hidden"]), int(r["kv_heads"]))
+    for path, recipes, column in ((RECIPE_RUNS, _COMPILED, "fwd_bwd_queued_ms"),
+                                  (EAGER_RUNS, ("bf16-eager", "fp8-tensorwise-eager"),
+                                   "fwd_bwd_ms")):
+        for r in csv.DictReader(io.StringIO(specs.read_data_text(path))):
+            if r["recipe"] not in recipes:
+                continue
+            k = (r["kind"], r["recipe"], int(r["hidden"]), int(r["tp"]),
+                 int(r["seq_len"]), int(r["micro_batch"]))
+            times.setdefault(k, []).append(float(r[column]) * 1e-3)
+            fit = r["kind"] == "llama" and int(r["hidden"]) in FIT_HIDDEN
+            meta[k] = ("fit" if fit else "holdout", int(r["ffn_hidden"]),
+                       int(r["kv_heads"]))
     out = []
     g = specs.gpu("H200")
     for k in sorted(times):
@@ -150,9 +164,10 @@ def recipe_runs(recipe=None, *, kind=None):
     -------
     list of dict
         One per shape and recipe: kind, recipe, precision, hidden, tp, seq_len,
-        micro_batch, tokens, grid (``"fit"`` or ``"holdout"``: the compiled-FP8
-        constants were fitted on ``"fit"`` rows only), repeats, measured_s (median of
-        the repeats), model_s and error (model / measured - 1).
+        micro_batch, tokens, grid (``"fit"`` or ``"holdout"``: the compiled
+        constants were fitted on the Llama rows of the fit grid only), repeats,
+        measured_s (median of the repeats; compiled recipes: the queued time, the
+        kernels back to back), model_s and error (model / measured - 1).
 
     Examples
     --------
@@ -174,9 +189,8 @@ def recipe_runs(recipe=None, *, kind=None):
 def measured_fp8_speedups():
     """Shapes we ran both in BF16 and in compiled FP8: measured and modelled ratio.
 
-    BF16 is the compiled run where there is one, else the eager run (torch.compile
-    leaves a BF16 shard within a few per cent of eager on our runs). The model ratio
-    is :func:`fp8_speedup`'s, for the shard's own layer shapes (GQA and SwiGLU for the
+    Both are compiled runs (static shapes, queued timing). The model ratio is
+    :func:`fp8_speedup`'s, for the shard's own layer shapes (GQA and SwiGLU for the
     Llama layers).
 
     Returns
@@ -195,9 +209,6 @@ def measured_fp8_speedups():
     runs = recipe_runs()
     key = lambda r: (r["kind"], r["hidden"], r["tp"], r["seq_len"], r["micro_batch"])  # noqa: E731
     bf16 = {}
-    for r in runs:
-        if r["recipe"] == "bf16-eager":
-            bf16.setdefault(key(r), r)
     for r in runs:
         if r["recipe"] == "bf16-compiled":
             bf16[key(r)] = r

@@ -3,7 +3,7 @@
 No accuracy target is asserted: the published rows are a check of the model, never a fit.
 What is checked: the parser reads every row as published; every row gets either an error
 or a reason; the model's tokens/s per GPU is the step's tokens over its time and GPUs;
-compiled FP8 is never slower than eager FP8 (BF16 the same under both); the summary
+compiled is never slower than eager, in FP8 and in BF16 (the compiled BF16 kernels run back to back); the summary
 counts what the check returns; bad inputs are refused by name.
 """
 from __future__ import annotations
@@ -159,9 +159,9 @@ def test_compiled_is_at_least_as_fast_as_eager(checks):
         assert after["model_tokens_per_s_per_gpu"] >= \
             before["model_tokens_per_s_per_gpu"] * (1 - 1e-12), after
     for before, after in pairs:
-        if after["precision"] == "bf16":
-            assert after["model_tokens_per_s_per_gpu"] == \
-                before["model_tokens_per_s_per_gpu"]
+        if after["precision"] == "bf16" and after["reason"] is None:
+            assert after["model_tokens_per_s_per_gpu"] > \
+                before["model_tokens_per_s_per_gpu"], after
 
 
 def test_reasons_name_what_is_not_modelled(checks):
