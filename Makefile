@@ -6,6 +6,8 @@
 #   make answers    every lab executed with its solutions into _build/answers (instructors)
 #   make slides     one reveal.js deck per chapter into _build/slides (offline)
 #   make pdf        the whole book as one handout PDF, _build/pdf/book.pdf
+#   make handouts   print products: a learner handout per track, the instructor pack and
+#                   the one-page cheat sheet (HTML and PDF), into _build/pdf
 #   make wheelhouse wheels for an air-gapped classroom into _build/wheelhouse
 #   make mutation   mutation testing of the model modules (slow; not part of make test)
 SHELL := /bin/bash
@@ -36,8 +38,8 @@ NBVAL_IGNORE_FILE := labs/ignore_testing
 NBVAL_IGNORES      = $(shell if [ -f $(NBVAL_IGNORE_FILE) ]; then sed -e 's/\#.*//' $(NBVAL_IGNORE_FILE) | awk 'NF {print "--ignore=" $$1}'; fi)
 NBVAL_ARGS         = --nbval-lax --nbval-current-env $(NBVAL_IGNORES) $(NBVAL_PATHS)
 
-.PHONY: help venv chromium vendor book test test-unit test-notebooks test-browser lab \
-        chapter-notebooks lab-work answers slides pdf wheelhouse \
+.PHONY: help venv chromium fonts vendor book test test-unit test-notebooks test-browser lab \
+        chapter-notebooks lab-work answers slides pdf handouts wheelhouse \
         clean distclean print-nbval-args mutation
 
 help:
@@ -48,6 +50,7 @@ help:
 	@echo "make answers    run every lab with solutions into _build/answers (fails on a failed check)"
 	@echo "make slides     reveal.js decks per chapter into _build/slides (open index.html)"
 	@echo "make pdf        the book as one handout PDF: _build/pdf/book.pdf"
+	@echo "make handouts   learner handout per track, instructor pack, cheat sheet: _build/pdf/"
 	@echo "make wheelhouse wheels of requirements-learner.txt + gpulab into _build/wheelhouse"
 
 # ---- environment ------------------------------------------------------------------------
@@ -72,6 +75,16 @@ chromium:
 	  echo "==> installing chromium (apt-get)"; \
 	  $(SUDO) apt-get update -qq; \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+# A CJK font for the PDFs (the Chinese quotes of the article pages): Noto Sans CJK from
+# Debian's fonts-noto-cjk (SIL Open Font License), installed like Chromium above; Chromium
+# finds it through fontconfig and embeds the glyphs it prints.
+fonts:
+	@if ! fc-list :lang=zh family 2>/dev/null | grep -q .; then \
+	  echo "==> installing a CJK font (apt-get fonts-noto-cjk)"; \
+	  $(SUDO) apt-get update -qq; \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq fonts-noto-cjk >/dev/null; \
 	fi
 
 vendor:
@@ -102,9 +115,9 @@ book: venv vendor
 # All three suites run even if one fails; the target fails if any did.
 # GPULAB_REQUIRE_BOOK=1 turns "book not built / lab missing" skips into failures.
 # The instructor kit is built first and checked by the suites below (tests/book/
-# test_answers.py, test_slides.py, test_pdf.py). `make answers` runs every lab with its
+# test_answers.py, test_slides.py, test_pdf.py, test_handouts.py). `make answers` runs every lab with its
 # solutions, so the notebook suite runs the chapters only (labs would run twice).
-test: book answers slides pdf
+test: book answers slides pdf handouts
 	@status=0; failed=""; start=$$(date +%s); \
 	echo "==> [1/3] lint, unit tests and doctests: ruff; pytest tests/ --doctest-modules gpulab"; \
 	$(MAKE) --no-print-directory test-unit || { status=1; failed="$$failed unit"; }; \
@@ -145,9 +158,15 @@ slides: book
 	@$(BIN)/python scripts/build_slides.py --html _build/html --out _build/slides
 
 # Handout: every built page printed by headless Chromium and merged with pypdf (no TeX).
-pdf: book chromium
+pdf: book chromium fonts
 	@echo "==> handout PDF: _build/pdf/book.pdf"
 	@$(BIN)/python scripts/build_pdf.py --html _build/html --out _build/pdf/book.pdf
+
+# Print products (scripts/build_handouts.py): one document per product printed at once, so
+# page numbers run on; contents and answer references numbered from a first printing.
+handouts: book answers chromium fonts
+	@echo "==> print products: track handouts, instructor pack, cheat sheet into _build/pdf/"
+	@$(BIN)/python scripts/build_handouts.py --build _build --out _build/pdf
 
 # Air-gapped classroom: every wheel a learner needs (and the labs), for this machine's
 # platform and Python by default. For other learner machines pass pip's platform options, e.g.

@@ -141,7 +141,7 @@ def sheet_html(built=None):
 <title>Cheat sheet: Multi-GPU Interconnects for LLM Training</title>
 <style>
 @page {{ size: A4; margin: 8mm; }}
-body {{ font-family: "DejaVu Sans", sans-serif; font-size: 7.6pt; line-height: 1.25;
+body {{ font-family: "DejaVu Sans", sans-serif; font-size: 8.6pt; line-height: 1.3;
        margin: 0; color: #111; }}
 h1 {{ font-size: 12pt; margin: 0 0 2mm; }}
 h1 small {{ font-weight: normal; color: #555; font-size: 7.5pt; }}
