@@ -4,8 +4,8 @@
 #   _vendor/mathjax/  a MathJax 3 subset (tex-chtml.js, CHTML woff-v2 fonts, TeX extensions, ui, a11y)
 #   _vendor/vega/     vega, vega-lite and vega-embed (the precomputed charts of gpulab.charts) and
 #                     gpulab-charts.js, which renders every chart of a page with them
-#   _vendor/reveal/   reveal.js (script, core CSS, the white theme with its embedded fonts) for
-#                     the slide decks of scripts/build_slides.py
+#   _vendor/reveal/   reveal.js (script, core CSS, the white theme with its embedded fonts, the
+#                     speaker-notes plugin) for the slide decks of scripts/build_slides.py
 # _config.yml copies _vendor/ to the HTML root (html_extra_path) and points mathjax_path and
 # nb_ipywidgets_js at it (book/_templates/layout.html writes the widget scripts only on a page
 # that displays a widget).  Idempotent: does nothing when _vendor/VERSIONS already matches.
@@ -26,7 +26,7 @@ WANT="$HTML_MANAGER $REQUIREJS $MATHJAX $VEGA $VEGA_LITE $VEGA_EMBED $REVEAL $SH
 
 required=(widgets/embed-amd.js widgets/require.js widgets/offline-shim.js mathjax/tex-chtml.js
           vega/vega.min.js vega/vega-lite.min.js vega/vega-embed.min.js vega/gpulab-charts.js
-          reveal/reveal.js reveal/reveal.css reveal/theme/white.css)
+          reveal/reveal.js reveal/reveal.css reveal/theme/white.css reveal/plugin/notes.js)
 have_all() {
   [ -f "$VENDOR/VERSIONS" ] && [ "$(cat "$VENDOR/VERSIONS")" = "$WANT" ] || return 1
   for f in "${required[@]}"; do [ -s "$VENDOR/$f" ] || return 1; done
@@ -162,9 +162,11 @@ cat > "$new/vega/gpulab-charts.js" <<'JS'
 })();
 JS
 unpack "$tmp"/reveal.js-6.0.2.tgz
-mkdir -p "$new/reveal/theme"
+mkdir -p "$new/reveal/theme" "$new/reveal/plugin"
 cp "$tmp"/package/dist/reveal.js "$tmp"/package/dist/reveal.css "$new/reveal/"
 cp "$tmp"/package/dist/theme/white.css "$new/reveal/theme/"   # fonts embedded as data: URLs
+# speaker view (press S): the plugin writes its own page into an about:blank window, no fetch
+cp "$tmp"/package/dist/plugin/notes.js "$new/reveal/plugin/"
 cp "$tmp"/package/LICENSE "$new/reveal/LICENSE" 2>/dev/null || true
 
 echo "$WANT" > "$new/VERSIONS"
