@@ -15,7 +15,8 @@ the chapter's order. Chapters with no marks get no deck.
 
 Output in ``_build/slides/`` (works offline, also from ``file://``): ``<chapter>.html``
 per deck, ``index.html`` listing them, ``_images/`` (the figures used), ``reveal/`` and
-``mathjax/`` copied from ``_vendor/`` (``scripts/vendor_js.sh``).
+``mathjax/`` copied from ``_vendor/`` (``scripts/vendor_js.sh``), and one teaching deck per
+track, ``track-<key>.html`` (``scripts/track_slides.py``).
 
 Usage: ``python scripts/build_slides.py [--html _build/html] [--out _build/slides]``
 """
@@ -30,17 +31,19 @@ from pathlib import Path
 
 from booktoc import toc_docs
 from bs4 import BeautifulSoup
+from track_slides import build_tracks
 
 ROOT = Path(__file__).resolve().parents[1]
 MARK = "slide"
 #: The reveal.js files a deck loads (copied from _vendor/reveal).
-REVEAL_FILES = ("reveal.js", "reveal.css", "theme/white.css")
+REVEAL_FILES = ("reveal.js", "reveal.css", "theme/white.css", "plugin/notes.js")
 
 DECK_CSS = """
 .reveal { font-size: 30px; }
+.reveal h1, .reveal h2, .reveal h3 { text-transform: none; }
 .reveal h1 { font-size: 1.6em; } .reveal h2 { font-size: 1.05em; }
-.reveal .slide-kind { font-size: 0.55em; color: #666; text-transform: uppercase;
-  letter-spacing: 0.08em; margin-bottom: 0.2em; }
+.reveal .slide-kind { font-size: 0.55em; color: #666; letter-spacing: 0.04em;
+  margin-bottom: 0.2em; }
 .reveal section img.figure { height: 470px; max-width: 100%; object-fit: contain;
   margin: 0.2em auto; background: white; border: none; box-shadow: none; }
 .reveal .caption { font-size: 0.5em; line-height: 1.3; text-align: left; color: #333; }
@@ -199,9 +202,10 @@ window.MathJax = {{
 {chr(10).join(slides)}
 </div></div>
 <script src="reveal/reveal.js"></script>
+<script src="reveal/plugin/notes.js"></script>
 <script>
 Reveal.initialize({{ hash: true, slideNumber: "c/t", center: false, transition: "none",
-                    width: 1280, height: 800, margin: 0.04 }});
+                    width: 1280, height: 800, margin: 0.04, plugins: [RevealNotes] }});
 </script>
 </body>
 </html>
@@ -242,13 +246,18 @@ def build(html_dir, out_dir, vendor_dir, root=ROOT):
         (out_dir / f"{name}.html").write_text(render_deck(content, doc, images),
                                               encoding="utf-8")
         decks[name] = (content["title"], 1 + len(content["items"]))
+    tracks = build_tracks(html_dir, out_dir, root=root)
     rows = "\n".join(f'<li><a href="{n}.html">{html.escape(t)}</a> ({k} slides)</li>'
                      for n, (t, k) in decks.items())
+    track_rows = "\n".join(f'<li><a href="track-{n}.html">{html.escape(t)}</a> '
+                           f"({k} slides)</li>" for n, (t, k) in tracks.items())
     (out_dir / "index.html").write_text(
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>Slides</title></head><body><h1>Slides, one deck per chapter</h1>"
         f"<p>Arrow keys move between slides; <kbd>F</kbd> is full screen, "
-        f"<kbd>Esc</kbd> the overview.</p><ul>\n{rows}\n</ul></body></html>\n",
+        f"<kbd>Esc</kbd> the overview, <kbd>S</kbd> the speaker notes.</p>"
+        f"<h2>Teaching decks, one per track</h2><ul>\n{track_rows}\n</ul>"
+        f"<h2>Chapter decks</h2><ul>\n{rows}\n</ul></body></html>\n",
         encoding="utf-8")
     return {n: k for n, (_t, k) in decks.items()}
 
@@ -260,9 +269,12 @@ def main(argv=None):
     p.add_argument("--vendor", default=str(ROOT / "_vendor"))
     args = p.parse_args(argv)
     decks = build(args.html, args.out, args.vendor)
+    tracks = sorted(Path(args.out).glob("track-*.html"))
     size = sum(f.stat().st_size for f in Path(args.out).rglob("*") if f.is_file())
     print(f"    {len(decks)} decks, {sum(decks.values())} slides in {args.out} "
           f"({size / 2**20:.1f} MiB): " + ", ".join(f"{n} {k}" for n, k in decks.items()))
+    print(f"    {len(tracks)} track decks: " + ", ".join(
+        f"{t.stem} {t.read_text(encoding='utf-8').count('<section ')}" for t in tracks))
     return 0
 
 
