@@ -175,7 +175,8 @@ def print_product(page, base, spec):
         raise SystemExit(f"build_handouts: {spec['subtitle']}: page numbers moved "
                          "between the two printings")
     toc = [dict(e, page=pages.get(e["id"])) for e in state["toc"]]
-    return final, {"pages": n2, "toc": toc, "answers": state["answers"],
+    return final, {"pages": n2, "toc": toc, "headings": state["headings"],
+                   "answers": state["answers"],
                    "shrunk": state["shrunk"]}
 
 

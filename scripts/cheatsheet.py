@@ -82,7 +82,7 @@ def sections():
     rows = []
     for op in collectives.BUSBW_OPS:
         rows.append([f"<code>{op}</code>"] + [
-            _g(collectives.busbw_factor(op, n), 3) for n in RANKS])
+            _g(collectives.busbw_factor(op, n), 4) for n in RANKS])
     out.append(("busbw = algbw × factor(n)", table(
         ["collective"] + [f"n = {n}" for n in RANKS], rows) +
         "<p>algbw = size / time. For ring and tree, busbw ≤ the per-direction line rate "

@@ -236,5 +236,7 @@ async (spec) => {
     (img) => !(img.complete && img.naturalWidth > 0)).map((img) => img.src);
   const raw = Array.from(doc.querySelectorAll(".math")).filter(
     (el) => !el.querySelector("mjx-container") && /\\\(|\\\[|\$/.test(el.textContent)).length;
-  return {missing, toc: tocData, answers: answers.length, broken, raw, shrunk};
+  const headings = Array.from(doc.querySelectorAll(".hpart h1, .hpart h2, .hpart h3, .hpart h4"),
+                             (h) => h.textContent.trim());
+  return {missing, toc: tocData, headings, answers: answers.length, broken, raw, shrunk};
 }
