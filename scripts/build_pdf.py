@@ -10,7 +10,8 @@ The PDF's outline (bookmarks) has one
 entry per page, titled with its H1; ``_build/pdf/pages.json`` lists, per page, its
 title and first PDF page (0-based) and page count.
 
-Exercise solutions stay folded (a handout for learners); no TeX is needed.
+Exercise solutions stay folded (a handout for learners); no TeX is needed. Chinese text
+prints with WenQuanYi Micro Hei (``make fonts``), embedded as a named TrueType font.
 
 Usage: ``python scripts/build_pdf.py [--html _build/html] [--out _build/pdf/book.pdf]``
 """
@@ -40,6 +41,14 @@ FOOTER = ('<div style="font-size:8px;width:100%;padding:0 12mm;color:#666;'
           'display:flex;justify-content:space-between"><span class="title"></span>'
           '<span><span class="pageNumber"></span>/<span class="totalPages"></span>'
           '</span></div>')
+
+#: Chinese in the pages (the source article's quotes) printed with the CJK font that
+#: ``make fonts`` installs: after the theme's fonts, so only the glyphs they lack use it.
+CJK_CSS = """
+body, .bd-article { font-family: var(--pst-font-family-base), "WenQuanYi Micro Hei"; }
+code, pre, kbd { font-family: var(--pst-font-family-monospace), "WenQuanYi Micro Hei Mono"; }
+:lang(zh), [lang^="zh"] { font-family: "WenQuanYi Micro Hei", sans-serif; }
+"""
 
 READY_JS = """async () => {
   for (const img of document.images) { img.loading = "eager"; }
@@ -99,6 +108,7 @@ def print_pages(html_dir, docs):
             page.emulate_media(media="print")
             for doc in docs:
                 page.goto(f"{base}/{doc}.html", wait_until="load")
+                page.add_style_tag(content=CJK_CSS)
                 state = page.evaluate(READY_JS)
                 if state["broken"] or state["raw"]:
                     raise SystemExit(f"build_pdf: {doc}: {len(state['broken'])} images "

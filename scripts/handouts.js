@@ -32,7 +32,11 @@ async (spec) => {
     for (const label of part.skip || []) {
       const el = art.querySelector(`[id="${label}"]`);
       if (!el) { missing.push(`${part.slug}#${label}`); continue; }
-      drop.push(el.tagName === "SECTION" ? el : (el.closest("section") || el));
+      // a section's label is the section or an empty span before its heading; a label
+      // on a box (an admonition, a figure) drops that box only
+      const heading = el.nextElementSibling && /^H[1-6]$/.test(el.nextElementSibling.tagName);
+      drop.push(el.tagName === "SECTION" ? el
+        : (heading && el.parentElement.tagName === "SECTION") ? el.parentElement : el);
     }
     drop.forEach((el) => el.remove());
     // absolute addresses, so that images and links resolve in the host page
@@ -55,8 +59,14 @@ async (spec) => {
     for (const el of art.querySelectorAll(".gpulab-chart, .jupyter-widgets, " +
         ".widget-subarea, [data-mime-type*='widget'], .output_widget_view")) {
       const out = el.closest(".cell_output") || el;
-      out.replaceWith(note("Interactive in the web book: open this chapter online to " +
-                           "change its inputs; the figure above shows its initial state."));
+      const cell = out.closest(".cell") || out;
+      const before = cell.previousElementSibling;
+      const figure = before && before.querySelector && before.querySelector("figure");
+      out.replaceWith(note(figure
+        ? "Interactive in the web book: open this chapter online to change its " +
+          "inputs; the figure above is its initial state."
+        : "Interactive in the web book: open this chapter online to change its inputs " +
+          "(the static figures of this chapter show the same model)."));
     }
     art.querySelectorAll("form, input, select, textarea, .vega-bindings")
       .forEach((el) => el.remove());
@@ -140,12 +150,14 @@ async (spec) => {
             `<span class="toc-page" data-pageref="${p.wrap.id}">00</span></li>`;
     tocData.push({id: p.wrap.id, title: p.title, level: 1});
     for (const h2 of p.wrap.querySelectorAll("section > h2")) {
+      // the heading itself is the target: its section may start on the page before
       const sec = h2.parentElement;
       if (!sec.id) continue;
+      h2.id ||= `${sec.id}--h`;
       const t = h2.textContent.trim();
-      rows += `<li class="toc-sec"><a href="#${sec.id}">${esc(t)}</a>` +
-              `<span class="toc-page" data-pageref="${sec.id}">00</span></li>`;
-      tocData.push({id: sec.id, title: t, level: 2});
+      rows += `<li class="toc-sec"><a href="#${h2.id}">${esc(t)}</a>` +
+              `<span class="toc-page" data-pageref="${h2.id}">00</span></li>`;
+      tocData.push({id: h2.id, title: t, level: 2});
     }
   }
   if (spec.appendix && answers.length) {
