@@ -257,23 +257,30 @@ def _figure_slides(item, title, text, images, out_dir, notes):
                 f'<img class="figure" src="{esc(src)}" alt="{esc(item["caption"])}" '
                 f'data-figure="{esc(item["id"])}"></div>')
         return [_slide("figure", body, _notes(cap, notes))]
+    cols = int(spec.get("columns", 1))
+    panels = [(top, bottom, c / cols, (c + 1) / cols)
+              for top, bottom in crop for c in range(cols)]
     titles = spec.get("titles", [])
-    if len(titles) != len(crop):
-        raise SystemExit(f"track_slides: figure {item['id']}: {len(crop)} crop bands "
+    if len(titles) != len(panels):
+        raise SystemExit(f"track_slides: figure {item['id']}: {len(panels)} panels "
                          f"but {len(titles)} titles")
     aspect = _svg_aspect(out_dir / src)
+    extra = f"<p>{esc(spec['note'])}</p>" if spec.get("note") else ""
+    shown = [(p, t) for p, t in zip(panels, titles) if t]
     slides = []
-    for n, ((top, bottom), t) in enumerate(zip(crop, titles), start=1):
-        band = aspect / (bottom - top)            # width over height of the band
-        w = min(FIG_W, FIG_H * band)
-        h, full_h = w / band, w / aspect
+    for n, ((top, bottom, left, right), t) in enumerate(shown, start=1):
+        ratio = aspect * (right - left) / (bottom - top)   # width over height shown
+        w = min(FIG_W, FIG_H * ratio)
+        h, full_w = w / ratio, w / (right - left)
+        full_h = full_w / aspect
         body = (f'<h2>{esc(t)}</h2><div class="crop" style="width:{w:.0f}px;'
                 f'height:{h:.0f}px"><img src="{esc(src)}" alt="{esc(item["caption"])} '
-                f'(part {n} of {len(crop)})" data-figure="{esc(item["id"])}" '
-                f'style="width:{w:.0f}px;height:{full_h:.0f}px;'
-                f'margin-top:{-top * full_h:.0f}px"></div>')
+                f'(part {n} of {len(shown)})" data-figure="{esc(item["id"])}" '
+                f'style="width:{full_w:.0f}px;height:{full_h:.0f}px;'
+                f'margin-top:{-top * full_h:.0f}px;margin-left:{-left * full_w:.0f}px">'
+                f"</div>")
         slides.append(_slide("figure", body, _notes(
-            f"<p>Part {n} of {len(crop)} of one figure.</p>", cap, notes)))
+            f"<p>Part {n} of {len(shown)} of one figure.</p>", extra, cap, notes)))
     return slides
 
 

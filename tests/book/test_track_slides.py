@@ -77,7 +77,7 @@ def test_crop_bands_cover_the_image_in_order():
         crop = spec.get("crop")
         if not crop:
             continue
-        assert len(spec["titles"]) == len(crop), fig
+        assert len(spec["titles"]) == len(crop) * spec.get("columns", 1), fig
         assert crop[0][0] == 0 and crop[-1][1] == 1, fig
         for (a, b), (c, _d) in zip(crop, crop[1:]):
             assert a < b == c, fig
@@ -238,3 +238,54 @@ def test_every_slide_is_legible_at_720p(slides_url, offline_page, key):
     assert {"agenda", "lab", "vote", "break", "summary"} <= kinds
     assert page.external_requests == [] and page.page_errors == []
     assert page.bad_responses == []
+
+
+@pytest.mark.browser
+def test_presenter_view_shows_the_notes_offline(slides_url, offline_page):
+    # press S: reveal.js's notes plugin opens the speaker view with the current slide's notes
+    page = offline_page
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(f"{slides_url}/{deck(TRACKS[0]).name}#/3")
+    page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=20_000)
+    want = page.evaluate("() => Reveal.getSlideNotes().replace(/<[^>]+>/g, ' ')")
+    assert "Prompt:" in want
+    with page.expect_popup() as popup_info:
+        page.keyboard.press("s")
+    popup = popup_info.value
+    popup.wait_for_function(
+        "() => { const n = document.querySelector('.speaker-controls-notes .value');"
+        " return n && n.textContent.includes('Prompt:'); }", timeout=20_000)
+    shown = popup.inner_text(".speaker-controls-notes .value")
+    assert "Expected answer" in shown and "min" in shown
+    assert page.external_requests == [] and page.page_errors == []
+
+
+@pytest.fixture(scope="module")
+def chapter_pages(skip_or_fail):
+    pages = {}
+    for key in TRACKS:
+        for it in course.track(key).items:
+            if it.kind == "chapter" and it.doc not in pages:
+                path = BUILD / "html" / "book" / f"{it.doc}.html"
+                if not path.is_file():
+                    skip_or_fail(f"book not built: {path.name} missing")
+                pages[it.doc] = BeautifulSoup(path.read_text(encoding="utf-8"),
+                                              "html.parser")
+    return pages
+
+
+@pytest.mark.parametrize("key", TRACKS)
+def test_deck_shows_every_figure_and_equation_of_the_sections_it_runs(built, chapter_pages,
+                                                                      key):
+    ts = import_script("track_slides")
+    want_figs, want_eqs = set(), set()
+    for it in course.track(key).items:
+        for label in it.run if it.kind == "chapter" else ():
+            for item in ts.section_items(chapter_pages[it.doc], label):
+                if item["kind"] == "figure":
+                    want_figs.add(item["id"])
+                elif item["kind"] == "equation":
+                    want_eqs.add(item["id"])
+    soup = built[key]
+    assert {img["data-figure"] for img in soup.select("img[data-figure]")} == want_figs
+    assert {d["id"] for d in soup.select('section[data-kind="equation"] div.math')} == want_eqs
