@@ -3,8 +3,8 @@
 * ``handout-<track>.pdf``: a learner handout per teaching track of
   ``gpulab/data/course_tracks.yaml``: cover (title, track, date built, the schedule),
   printed contents with page numbers, only the track's chapters and, of each, the sections
-  the track does not skip; quick-check answers and exercise solutions in an appendix at the
-  end; code toggles and interactive explorers replaced by what prints (the static figure
+  the track does not skip (with the exercises and quick checks that link into a skipped
+  section); quick-check answers and exercise solutions in an appendix at the end; code toggles and interactive explorers replaced by what prints (the static figure
   and a note); wide tables and code shrunk to the text width.
 * ``instructor-pack.pdf``: the agenda with talking points, the one-page answer key of
   every lab (``make answers``), the assessment with its scoring guide and the misconception
@@ -176,6 +176,7 @@ def print_product(page, base, spec):
                          "between the two printings")
     toc = [dict(e, page=pages.get(e["id"])) for e in state["toc"]]
     return final, {"pages": n2, "toc": toc, "headings": state["headings"],
+                   "dropped_exercises": state["dropped"],
                    "answers": state["answers"],
                    "shrunk": state["shrunk"]}
 
@@ -224,7 +225,9 @@ def main(argv=None):
                 index[name] = dict(info, title=spec["subtitle"], built=built)
                 print(f"    {args.out / name}.pdf: {info['pages']} pages, "
                       f"{len(spec['parts'])} parts, {info['answers']} answers in the "
-                      f"appendix, {info['shrunk']} wide elements shrunk")
+                      f"appendix, {info['shrunk']} wide elements shrunk, "
+                      f"{len(info['dropped_exercises'])} exercises about skipped "
+                      "sections left out")
             if not args.only or "cheatsheet" in args.only:
                 page.goto(f"{base}/pdf/{sheet.name}" if args.out == args.build / "pdf"
                           else sheet.as_uri(), wait_until="load")

@@ -5,6 +5,7 @@
 // Returns {missing: [labels not found], toc: [...]} once MathJax has typeset.
 async (spec) => {
   const missing = [];
+  const dropped = [];          // exercises about sections the product leaves out
   const answers = [];          // [{id, qid, part, label, nodes}]
   const esc = (s) => s.replace(/[&<>"]/g, (c) => ({"&": "&amp;", "<": "&lt;",
                                                    ">": "&gt;", '"': "&quot;"}[c]));
@@ -38,7 +39,23 @@ async (spec) => {
       drop.push(el.tagName === "SECTION" ? el
         : (heading && el.parentElement.tagName === "SECTION") ? el.parentElement : el);
     }
+    // exercises and quick checks that point into a dropped section go with it
+    const gone = new Set();
+    for (const el of drop) {
+      if (el.id) gone.add(el.id);
+      el.querySelectorAll("[id]").forEach((x) => gone.add(x.id));
+    }
     drop.forEach((el) => el.remove());
+    for (const box of art.querySelectorAll(".exercise, .quick-check")) {
+      const refs = Array.from(box.querySelectorAll("a[href^='#']"),
+                             (a) => decodeURIComponent(a.getAttribute("href").slice(1)));
+      if (!refs.some((r) => gone.has(r))) continue;
+      let next = box.nextElementSibling;
+      if (next && next.classList.contains("solution")) next.remove();
+      box.remove();
+      part.dropped = (part.dropped || 0) + 1;
+      dropped.push(`${part.slug}: ${box.querySelector(".admonition-title")?.textContent.trim()}`);
+    }
     // absolute addresses, so that images and links resolve in the host page
     for (const el of art.querySelectorAll("[src]")) {
       el.setAttribute("src", new URL(el.getAttribute("src"), base).href);
@@ -250,5 +267,5 @@ async (spec) => {
     (el) => !el.querySelector("mjx-container") && /\\\(|\\\[|\$/.test(el.textContent)).length;
   const headings = Array.from(doc.querySelectorAll(".hpart h1, .hpart h2, .hpart h3, .hpart h4"),
                              (h) => h.textContent.trim());
-  return {missing, toc: tocData, headings, answers: answers.length, broken, raw, shrunk};
+  return {missing, toc: tocData, headings, dropped, answers: answers.length, broken, raw, shrunk};
 }

@@ -236,3 +236,12 @@ def test_cheatsheet_numbers_come_from_gpulab(index):
     for needle in ("GiB", "busbw", "α", "PXB", "ConnectX-7", "PCIe Gen5", "NVLink4",
                    "Acceptance thresholds"):
         assert needle in text, f"cheat sheet PDF lacks {needle!r}"
+
+
+@pytest.mark.parametrize("name", HANDOUTS)
+def test_exercises_about_skipped_sections_left_out(index, name):
+    """An exercise that links into a section the track skips is not printed."""
+    text = words(" ".join(page_texts(name)))
+    for entry in index[name]["dropped_exercises"]:
+        title = words(entry.split(": ", 1)[1])
+        assert title not in text, f"{name}: '{title}' printed, its section is skipped"
