@@ -114,7 +114,8 @@ def sections():
     for n in sorted(specs.nics(), key=lambda n: n.line_rate.bytes_per_s):
         rate = n.line_rate.to_per_direction() if n.line_rate.direction != \
             units.PER_DIRECTION else n.line_rate
-        rows.append([f"{n.name} ({_g(rate.gbit_per_s)} Gb/s)", f"{n.ports} port(s)",
+        ports = f"{n.ports} port" + ("s" if n.ports > 1 else "")
+        rows.append([f"{n.name} ({_g(rate.gbit_per_s)} Gb/s)", ports,
                      f"<b>{_g(rate.gb_per_s)}</b>", _g(rate.to_bidirectional().gb_per_s)])
     out.append(("Link rates [GB/s]", table(
         ["link", "detail", "per direction", "both directions"], rows, "rates") +
@@ -154,6 +155,7 @@ th, td {{ border-bottom: 1px solid #ddd; padding: .4mm 1mm; text-align: left;
           vertical-align: top; }}
 th {{ background: #eef3fb; }}
 table.rates td:nth-child(n+3), table.rates th:nth-child(n+3) {{ text-align: right; }}
+table.rates td {{ white-space: nowrap; }}
 p {{ margin: .8mm 0; }}
 code {{ font-family: "DejaVu Sans Mono", monospace; font-size: 7pt; }}
 </style></head><body>

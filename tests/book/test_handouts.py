@@ -245,3 +245,19 @@ def test_exercises_about_skipped_sections_left_out(index, name):
     for entry in index[name]["dropped_exercises"]:
         title = words(entry.split(": ", 1)[1])
         assert title not in text, f"{name}: '{title}' printed, its section is skipped"
+
+
+def test_instructor_pack_parts(index):
+    """Agenda, one page per lab's answer key, assessment with its scoring guide, the
+    misconception cards, in that order."""
+    parts = [e for e in index["instructor-pack"]["toc"] if e["level"] == 1]
+    ids = [e["id"] for e in parts]
+    keys = sorted(p.stem for p in (BUILD / "answers").glob("*_key.html"))
+    assert ids == ["p-tracks"] + [f"p-{k}" for k in keys] + ["p-assessment",
+                                                             "p-misconceptions"]
+    for this, nxt in zip(parts, parts[1:]):
+        if this["id"].endswith("_key"):
+            assert nxt["page"] - this["page"] == 1, f"{this['title']}: not one page"
+    text = words(" ".join(page_texts("instructor-pack")))
+    for needle in ("Talking points", "Scoring guide", "Vote: agree / disagree"):
+        assert needle in text, f"instructor pack lacks {needle!r}"
