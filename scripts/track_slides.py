@@ -217,8 +217,30 @@ def _svg_aspect(path):
     return float(m.group(1)) / float(m.group(2)) if m else 1.0
 
 
+_TEX_WORDS = {r"\times": "×", r"\cdot": "·", r"\approx": "≈", r"\alpha": "α",
+              r"\beta": "β", r"\eta": "η", r"\epsilon": "ε", r"\Psi": "Ψ",
+              r"\log": " log", r"\min": "min", r"\le": "≤", r"\ge": "≥",
+              r"\infty": "∞", r"\sum": "Σ", r"\dots": "…", r"\ldots": "…"}
+
+
+def tex_plain(text):
+    """Inline TeX (``\\( \\)``) as plain text, for the speaker view, which has no
+    MathJax: ``\\(r_\\text{lane} = f_\\text{sym} \\times b\\)`` -> ``r_lane = f_sym × b``.
+    """
+    def one(m):
+        t = m.group(1)
+        t = re.sub(r"\\(?:text|mathrm|operatorname)\{([^{}]*)\}", r"\1", t)
+        t = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", t)
+        for k, v in _TEX_WORDS.items():
+            t = re.sub(re.escape(k) + r"(?![A-Za-z])", v, t)
+        t = re.sub(r"\\[,;!: ]", " ", t).replace("{", "").replace("}", "")
+        return " ".join(t.split())
+    return re.sub(r"\\\((.+?)\\\)", one, text, flags=re.S)
+
+
 def _notes(*parts):
-    return '<aside class="notes">' + "".join(p for p in parts if p) + "</aside>"
+    return ('<aside class="notes">' + tex_plain("".join(p for p in parts if p))
+            + "</aside>")
 
 
 def _slide(kind, body, notes, extra=""):
@@ -343,8 +365,8 @@ def _chapter_slides(block, pages, text, images, out_dir, headlines_seen):
         pick = int(text.get("quick_check", {}).get(it.doc, 1))
         qc = checks[pick - 1]
         opts = "".join(f"<li><b>({k})</b> {esc(v)}</li>" for k, v in qc["options"])
-        body = (f'<p class="slide-kind">Quick check: vote · hands up for each option</p>'
-                f"<h2>{esc(qc['title'][:1].upper() + qc['title'][1:].rstrip('?'))}?</h2>"
+        body = (f'<p class="slide-kind">Quick check · hands up for each option</p>'
+                f"<h2>Vote: {esc(qc['title'])}</h2>"
                 f'<p class="lead">{esc(qc["stem"])}</p>'
                 + (f'<ol class="options">{opts}</ol>' if opts else
                    '<p class="lead">Everyone writes a number down first.</p>'))
@@ -419,8 +441,8 @@ def render_track(key, pages, text, images, out_dir, root=ROOT):
             back = rows[i + 1][0] if i + 1 < total else ""
             slides.append(_slide(
                 "break", f'<p class="slide-kind">Break</p><h2>{esc(it.title)}: '
-                         f"{minutes} min</h2><p class='big'>Back at {back} into the "
-                         f"session, with: {esc(nxt)}</p>",
+                         f"{minutes} min</h2><p class='big'>Back at {back} on the session "
+                         f"clock, with: {esc(nxt)}</p>",
                 _notes(_block_notes(block), f"<p>Next: {esc(nxt)}.</p>")))
         else:
             kind = "discussion" if it.kind == "discussion" else "assessment"

@@ -289,3 +289,16 @@ def test_deck_shows_every_figure_and_equation_of_the_sections_it_runs(built, cha
     soup = built[key]
     assert {img["data-figure"] for img in soup.select("img[data-figure]")} == want_figs
     assert {d["id"] for d in soup.select('section[data-kind="equation"] div.math')} == want_eqs
+
+
+def test_notes_carry_no_tex_the_speaker_view_cannot_typeset():
+    ts = import_script("track_slides")
+    assert ts.tex_plain(r"so \(r_\text{lane} = f_\text{sym} \times b\) per lane") == \
+        "so r_lane = f_sym × b per lane"
+    assert ts.tex_plain(r"\(\frac{S}{t}\)") == "(S)/(t)"
+
+
+@pytest.mark.parametrize("key", TRACKS)
+def test_built_notes_are_plain_text(built, key):
+    for notes in built[key].select("aside.notes"):
+        assert "\\(" not in notes.get_text() and "\\text" not in notes.get_text()
