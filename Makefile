@@ -4,7 +4,7 @@
 #   make lab        JupyterLab on _work/ (your copies of the labs), opening START.ipynb
 #   make clean      remove build outputs and caches (make distclean: also .venv and _vendor)
 #   make answers    every lab executed with its solutions into _build/answers (instructors)
-#   make slides     one reveal.js deck per chapter into _build/slides (offline)
+#   make slides     one reveal.js deck per chapter and one per track into _build/slides (offline)
 #   make pdf        the whole book as one handout PDF, _build/pdf/book.pdf
 #   make handouts   print products: a learner handout per track, the instructor pack and
 #                   the one-page cheat sheet (HTML and PDF), into _build/pdf
@@ -48,7 +48,7 @@ help:
 	@echo "make lab        JupyterLab on your copies of the labs (_work/): http://localhost:$(LAB_PORT)/lab/tree/START.ipynb"
 	@echo "make clean      remove _build, caches; make distclean also removes .venv and _vendor"
 	@echo "make answers    run every lab with solutions into _build/answers (fails on a failed check)"
-	@echo "make slides     reveal.js decks per chapter into _build/slides (open index.html)"
+	@echo "make slides     reveal.js decks per chapter and per track into _build/slides (open index.html)"
 	@echo "make pdf        the book as one handout PDF: _build/pdf/book.pdf"
 	@echo "make handouts   learner handout per track, instructor pack, cheat sheet: _build/pdf/"
 	@echo "make wheelhouse wheels of requirements-learner.txt + gpulab into _build/wheelhouse"
@@ -154,8 +154,10 @@ answers: venv
 
 # Slides: cut out of the built chapters (figure cells tagged `slide`, takeaways and
 # equations with the class `slide`); reveal.js and MathJax from _vendor/ (offline).
+# The track decks (scripts/track_slides.py) follow gpulab/data/course_tracks.yaml, with titles
+# and equation symbols from book/instructor/track_slides.yaml; speaker notes: press S.
 slides: book
-	@echo "==> slides: one reveal.js deck per chapter, into _build/slides/"
+	@echo "==> slides: one reveal.js deck per chapter and one per teaching track, into _build/slides/"
 	@$(BIN)/python scripts/build_slides.py --html _build/html --out _build/slides
 
 # Handout: every built page printed by headless Chromium and merged with pypdf (no TeX).
