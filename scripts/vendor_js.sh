@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Vendor the JavaScript the built book needs, so that it works fully offline:
 #   _vendor/widgets/  @jupyter-widgets/html-manager (embed-amd.js + its fonts) and requirejs
-#   _vendor/mathjax/  a MathJax 3 subset (tex-chtml.js, CHTML woff-v2 fonts, TeX extensions, ui, a11y)
+#   _vendor/mathjax/  a MathJax 3 subset: the components the book loads one by one (startup.js,
+#                     core, input/tex, output/chtml and its font; no ui/menu, 0.43 MB), the
+#                     combined tex-chtml.js the slide decks load, CHTML woff-v2 fonts, TeX
+#                     extensions, ui, a11y
 #   _vendor/vega/     vega, vega-lite and vega-embed (the precomputed charts of gpulab.charts) and
 #                     gpulab-charts.js, which renders every chart of a page with them
 #   _vendor/reveal/   reveal.js (script, core CSS, the white theme with its embedded fonts, the
@@ -21,10 +24,12 @@ VEGA_LITE=vega-lite@6.4.1
 VEGA_EMBED=vega-embed@7.3.0
 REVEAL=reveal.js@6.0.2
 VENDOR=_vendor
-SHIM_VERSION=shim-5   # bump when widgets/offline-shim.js or vega/gpulab-charts.js below changes
+SHIM_VERSION=shim-6   # bump when widgets/offline-shim.js or vega/gpulab-charts.js below changes
 WANT="$HTML_MANAGER $REQUIREJS $MATHJAX $VEGA $VEGA_LITE $VEGA_EMBED $REVEAL $SHIM_VERSION"
 
 required=(widgets/embed-amd.js widgets/require.js widgets/offline-shim.js mathjax/tex-chtml.js
+          mathjax/startup.js mathjax/core.js mathjax/input/tex.js mathjax/output/chtml.js
+          mathjax/output/chtml/fonts/tex.js
           vega/vega.min.js vega/vega-lite.min.js vega/vega-embed.min.js vega/gpulab-charts.js
           reveal/reveal.js reveal/reveal.css reveal/theme/white.css reveal/plugin/notes.js)
 have_all() {
@@ -93,8 +98,14 @@ cp "$tmp"/package/require.js "$new/widgets/"
 unpack "$tmp"/mathjax-3.2.2.tgz
 es5="$tmp/package/es5"
 cp "$es5/tex-chtml.js" "$new/mathjax/"
+# The book's pages load startup.js, which loads the components that mathjax3_config's
+# loader.load names (_config.yml); tex-chtml.js would add the 0.43 MB context menu to each.
+cp "$es5/startup.js" "$es5/core.js" "$new/mathjax/"
 cp -r "$es5/output/chtml/fonts/woff-v2" "$new/mathjax/output/chtml/fonts/"
+cp "$es5/output/chtml.js" "$new/mathjax/output/"
+cp "$es5/output/chtml/fonts/tex.js" "$new/mathjax/output/chtml/fonts/"
 mkdir -p "$new/mathjax/input/tex"
+cp "$es5/input/tex.js" "$new/mathjax/input/"
 cp -r "$es5/input/tex/extensions" "$new/mathjax/input/tex/"
 cp -r "$es5/ui" "$es5/a11y" "$new/mathjax/"
 cp "$tmp"/package/LICENSE "$new/mathjax/LICENSE" 2>/dev/null || true

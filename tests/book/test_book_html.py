@@ -215,8 +215,10 @@ def test_math_is_typeset_offline(visit, doc):
     raw = re.findall(r"\\\(|\\\[|\$\$", r.prose_text)
     assert not raw, f"{doc}: raw TeX delimiters left in the text: {raw[:5]}"
     if r.n_math:
-        mathjax = [u for u in r.loaded_urls if "/mathjax/tex-chtml.js" in u]
-        assert mathjax, f"{doc}: MathJax was not loaded from the vendored /mathjax/ copy"
+        mathjax = [u for u in r.loaded_urls if "/mathjax/" in u]
+        for part in ("startup.js", "core.js", "input/tex.js", "output/chtml.js"):
+            assert any(f"/mathjax/{part}" in u for u in mathjax), \
+                f"{doc}: MathJax's {part} was not loaded from the vendored /mathjax/ copy"
 
 
 @pytest.mark.parametrize("doc", PAGES)
