@@ -16,14 +16,25 @@
   (0.16 and later) also puts a search button into the header unless ``navbar_persistent``
   is set, and Jupyter Book does not set it; the search page itself leaves the sidebar's
   out (``html_sidebars`` in ``_config.yml``), as it has its own field.
+* The GitHub icon before links to github.com (:func:`github_icon_css`): pydata-sphinx-theme
+  draws it with the Font Awesome brands webfont (0.12 MB) for this one glyph; the page gets
+  the same mark as a 1 kB inline SVG (GitHub's Octicons ``mark-github``, MIT, as
+  sphinx-design ships it) and never loads that font.
+* When the HTML build has finished, :mod:`slim_assets` (next to this file) purges the
+  theme CSS's unused icon rules, subsets the icon font to the glyphs left in use and
+  minifies Matplotlib's SVG figures (page weight: tests/book/test_page_weight.py).
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
 
 from docutils import nodes
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
 
 #: ``lab01_link_math.ipynb#Link-explorer``: a lab of labs/ and the anchor of a heading.
 LAB_TARGET = re.compile(r"^(?P<lab>lab\d\d_\w+\.ipynb)#(?P<anchor>[^\s#]+)$")
@@ -121,7 +132,55 @@ def one_search_field(app, config) -> None:
     config.html_theme_options.setdefault("navbar_persistent", [])
 
 
+#: pydata-sphinx-theme's rule is ``a.github:before{font:var(--fa-font-brands);...}``
+GITHUB_ICON_CSS = (
+    "a.github:before{content:\"\";font:inherit;display:inline-block;width:1em;height:1em;"
+    "vertical-align:-.125em;background-color:var(--pst-color-text-muted);"
+    "-webkit-mask:url(\"{url}\") center/contain no-repeat;"
+    "mask:url(\"{url}\") center/contain no-repeat}"
+)
+
+
+@functools.lru_cache(maxsize=1)
+def github_icon_css() -> str:
+    """CSS that draws ``a.github:before`` from Octicons' ``mark-github`` (via sphinx-design's
+    copy) instead of the Font Awesome brands webfont; "" if that copy cannot be read."""
+    try:
+        import sphinx_design
+
+        octicons = Path(sphinx_design.__file__).parent / "compiled" / "octicons.json"
+        d = json.loads(octicons.read_text(encoding="utf-8"))["mark-github"]["heights"]["16"]
+        path = d["ast"]["children"][0]["attributes"]["d"]
+    except (ImportError, OSError, KeyError, IndexError, ValueError):
+        return ""
+    svg = (f"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'>"
+           f"<path d='{path}'/></svg>")
+    url = "data:image/svg+xml," + svg.replace("<", "%3C").replace(">", "%3E").replace("#", "%23")
+    return GITHUB_ICON_CSS.replace("{url}", url)
+
+
+def page_context(app, pagename, templatename, context, doctree) -> None:
+    """``github_icon_css`` for book/_templates/layout.html."""
+    context["github_icon_css"] = github_icon_css()
+
+
+def slim_build(app, exception) -> None:
+    """Lighter theme CSS, icon font and SVG figures in the HTML output (:mod:`slim_assets`)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    import pydata_sphinx_theme
+    import slim_assets
+
+    theme_static = (Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme"
+                    / "static")
+    saved = slim_assets.slim(Path(app.outdir), theme_static)
+    logger.info("slim assets: %s kB less (theme CSS, icon font, SVG figures)",
+                {k: v // 1000 for k, v in saved.items()})
+
+
 def setup(app):
+    app.connect("html-page-context", page_context)
+    app.connect("build-finished", slim_build)
     app.add_role("lab", lab_role)
     app.connect("config-inited", one_search_field)
     app.connect("doctree-resolved", figure_alt)
