@@ -10,6 +10,10 @@
   input on the search page (the header's button and the sidebar's on the search page are
   left out; the Ctrl+K dialog's input and the small screens' icon in the article header are
   not fields on the page).
+* At most ``MAX_VISIBLE_CODE_LINES`` lines of code are shown in the whole book: the non-blank
+  lines of every code cell whose input is on the page (not tagged ``hide-input``, which
+  folds it away, nor ``remove-input``). Setup, glue and table assembly are hidden (STYLE
+  §5.2); the model and figure cells a reader learns from stay visible.
 
 Run: ``make book`` then ``pytest tests/book/test_built_pages.py``.
 """
@@ -48,6 +52,42 @@ PAGES = toc_pages()
 
 def soup(html_dir: Path, doc: str) -> BeautifulSoup:
     return BeautifulSoup((html_dir / f"{doc}.html").read_text(encoding="utf-8"), "html.parser")
+
+
+MAX_VISIBLE_CODE_LINES = 700
+HIDDEN_INPUT = {"tag_hide-input", "tag_remove-input"}
+
+
+def visible_code_lines(page: BeautifulSoup) -> int:
+    """Non-blank lines in the inputs of the page's code cells that are shown unfolded."""
+    n = 0
+    for cell in page.select("div.cell"):
+        if HIDDEN_INPUT & set(cell.get("class", [])):
+            continue
+        for pre in cell.select("div.cell_input pre"):
+            n += sum(1 for line in pre.get_text().splitlines() if line.strip())
+    return n
+
+
+def test_visible_code_lines_rule():
+    page = BeautifulSoup(
+        '<div class="cell docutils container"><div class="cell_input"><pre>a = 1\n\nb = 2\n'
+        '</pre></div><div class="cell_output"><pre>out\n</pre></div></div>'
+        '<div class="cell tag_hide-input docutils container"><div class="cell_input">'
+        '<pre>import x\n</pre></div></div>'
+        '<div class="cell tag_remove-input docutils container"><div class="cell_output">'
+        '<pre>42\n</pre></div></div>', "html.parser")
+    assert visible_code_lines(page) == 2
+
+
+def test_visible_code_lines_at_most_700(html_dir):
+    counts = {doc: visible_code_lines(soup(html_dir, doc)) for doc in PAGES}
+    total = sum(counts.values())
+    assert total > 0, "no visible code cell found: has the cell markup changed?"
+    shown = ", ".join(f"{doc}: {n}" for doc, n in sorted(counts.items(), key=lambda x: -x[1]) if n)
+    assert total <= MAX_VISIBLE_CODE_LINES, (
+        f"{total} visible code lines, at most {MAX_VISIBLE_CODE_LINES} ({shown}); hide "
+        f"bookkeeping cells (imports, glue, helpers) with hide-input or remove-input")
 
 
 def bad_alt(img) -> str | None:
