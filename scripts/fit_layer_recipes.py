@@ -49,6 +49,7 @@ FIT_HIDDEN = {2048, 4096, 8192, 16384}
 BF16 = ("bf16_gemm_scale", "memory_scale", "fixed_s")
 FP8 = ("fp8_gemm_scale", "fp8_weight_s_per_element", "fp8_activation_s_per_element",
        "fp8_fixed_s")
+HOST = ("host_bf16_s", "host_fp8_s", "host_exponent")
 MEANING = {
     "bf16_gemm_scale": "Speed-up of the BF16 GEMM term of the eager fit when the kernels "
     "run back to back under torch.compile [1]",
@@ -65,6 +66,12 @@ MEANING = {
     "bandwidth [s]",
     "fp8_fixed_s": "Extra fixed cost per shard forward + backward of the compiled FP8 "
     "recipe [s]",
+    "host_bf16_s": "Host issue time of one compiled BF16 shard step (forward + backward) "
+    "in our runs, the floor of a shard timed on its own [s]",
+    "host_fp8_s": "Host issue time of one compiled FP8 (torchao tensorwise) shard step in "
+    "our runs, the floor of a shard timed on its own [s]",
+    "host_exponent": "Exponent of the smooth maximum of GPU time and host issue time for a "
+    "shard timed on its own (synced) [1]",
 }
 
 
@@ -101,10 +108,10 @@ def terms(k):
                        swiglu=kind == "llama")
 
 
-def model(k, coef, recipe="compiled", precision=None):
+def model(k, coef, recipe="compiled", precision=None, host="ahead"):
     if precision is None:
         precision = "fp8" if k[1].startswith("fp8") else "bf16"
-    return recipe_shard_time(terms(k), GPU, precision, recipe, coef=coef)
+    return recipe_shard_time(terms(k), GPU, precision, recipe, coef=coef, host=host)
 
 
 def lm(theta, res, iters=300):
@@ -123,11 +130,11 @@ def lm(theta, res, iters=300):
     return theta
 
 
-def fit(t, keys, names, starts, fixed=None):
+def fit(t, keys, names, starts, fixed=None, host="ahead"):
     def res(th):
         c = dict(fixed or {}, **dict(zip(names, np.exp(th))))
-        c.update({n: 1.0 for n in BF16 + FP8 if n not in c})
-        return np.array([np.log(model(k, c) / t[k]) for k in keys])
+        c.update({n: 1.0 for n in BF16 + FP8 + HOST if n not in c})
+        return np.array([np.log(model(k, c, host=host) / t[k]) for k in keys])
     best = min((lm(np.log(np.array(s0)), res) for s0 in starts),
                key=lambda th: float(res(th) @ res(th)))
     return dict(fixed or {}, **{n: float(f"{v:.4g}") for n, v in zip(names, np.exp(best))})
@@ -163,7 +170,12 @@ def document():
     fit8 = sorted(k for k in f8 if not held_out(k))
     c = fit(t, fit8, FP8, ([1.0, 1e-12, 1e-12, 1e-4], [1.3, 1e-11, 1e-13, 1e-5],
                            [0.8, 1e-13, 1e-11, 3e-4]), fixed=c)
-    src = (f"Derived: fitted by scripts/fit_layer_recipes.py to the queued times of the "
+    both = [k for k in synced if k[1] in ("bf16-compiled", "fp8-tensorwise")]
+    c = fit(synced, sorted(k for k in both if not held_out(k)), HOST,
+            ([2e-3, 3e-3, 4.0], [1e-3, 2e-3, 8.0], [1.5e-3, 3e-3, 2.0]), fixed=c,
+            host="synced")
+    src = (f"Derived: fitted by scripts/fit_layer_recipes.py to the queued (host: synced) "
+           f"times of the "
            f"Llama rows of the fit grid in gpulab/data/{RUN}/layer_recipes_static.csv "
            f"(1x H200 SXM, driver 580.159.04, PyTorch 2.11.0+cu130, torchao 0.18.0, "
            f"torch.compile with static shapes, 2026-12-02; "
@@ -171,7 +183,7 @@ def document():
            f"its held-out rows are not used")
     doc = {"compiled": {n: {"value": c[n], "kind": "derived", "meaning": MEANING[n],
                             "source": src, "accessed": "2026-12-02"}
-                        for n in BF16 + FP8}}
+                        for n in BF16 + FP8 + HOST}}
     new = errors(t, list(t), lambda k: model(k, c))
     dyn = measured("fwd_bwd_ms", DYNAMIC)
     dyn8 = [k for k in dyn if k[1] == "fp8-tensorwise"]
@@ -187,6 +199,10 @@ def document():
             {k: v for k, v in new.items() if k[1] == "fp8-rowwise"}),
         "fp8_compiled_model_on_synced_times": by_band(errors(
             synced, f8, lambda k: model(k, c))),
+        "synced_model_on_synced_times_held_out": {
+            rec: by_band(errors(synced, [k for k in both if k[1] == rec and held_out(k)],
+                                lambda k: model(k, c, host="synced")))
+            for rec in ("bf16-compiled", "fp8-tensorwise")},
         "fp8_before_eager_model_on_compiled_runs": by_band(errors(
             t, f8, lambda k: model(k, None, recipe="eager"))),
         "fp8_compiled_model_on_dynamic_shape_runs": by_band(errors(

@@ -143,7 +143,11 @@ def shard_time(terms, gpu_spec, precision, coef=None):
 #: Names of the compiled-recipe constants in ``data/layer_recipes.yaml`` ("compiled/<name>").
 RECIPE_CONSTANTS = ("bf16_gemm_scale", "memory_scale", "fixed_s", "fp8_gemm_scale",
                     "fp8_weight_s_per_element", "fp8_activation_s_per_element",
-                    "fp8_fixed_s")
+                    "fp8_fixed_s", "host_bf16_s", "host_fp8_s", "host_exponent")
+#: How the host drives a compiled shard: ``"ahead"`` (the host issues ahead of the GPU,
+#: as inside a model of many layers: the GPU's time) or ``"synced"`` (one shard timed on
+#: its own, the host issuing while the GPU runs: the host's issue time is a floor).
+HOSTS = ("ahead", "synced")
 
 
 @functools.lru_cache(maxsize=None)
@@ -153,7 +157,7 @@ def recipe_coefficients():
             for n in RECIPE_CONSTANTS}
 
 
-def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None):
+def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None, host="ahead"):
     r"""Modelled time of one shard under an execution recipe. [s]
 
     * ``"eager"``: :func:`shard_time` (BF16, or FP8 through unfused ``_scaled_mm``):
@@ -188,9 +192,16 @@ def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None):
     Tensor Cores: Transformer Engine user guide, "MXFP8"); the same peak for both is
     an assumption, and the model does not tell them apart.
 
+    ``host="synced"`` (compiled only): one shard timed alone, host issuing while the
+    GPU runs, :math:`(g^q + h^q)^{1/q}` with :math:`h` the host's issue time of one
+    compiled shard step (BF16 or FP8) and :math:`q` fitted to the synced times of our
+    runs (the host floor of a thin shard; a model of many thin layers without CUDA
+    graphs is host-bound in the same way).
+
     ``coef``: the compiled constants (default: the fitted ones).
     """
     check_choice("recipe", recipe, RECIPES)
+    check_choice("host", host, HOSTS)
     if recipe == "eager":
         return shard_time(terms, gpu_spec, precision)
     k = recipe_coefficients() if coef is None else coef
@@ -210,6 +221,9 @@ def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None):
         g += bw * (k["fp8_weight_s_per_element"] * terms["weight_elements"]
                    + k["fp8_activation_s_per_element"] * terms["cast_elements"]) \
             + k["fp8_fixed_s"]
+    if host == "synced":
+        h, q = k[f"host_{precision}_s"], k["host_exponent"]
+        g = (g ** q + h ** q) ** (1.0 / q)
     return g
 
 
@@ -232,7 +246,7 @@ def narayanan_shard_flops(hidden, tp, seq_len, micro_batch):
 
 
 def layer_efficiency(hidden, heads, tp, seq_len, micro_batch, *, gpu="H200",
-                     precision="bf16", recipe="compiled"):
+                     precision="bf16", recipe="compiled", host="ahead"):
     r"""Fraction of the dense peak one TP shard of a GPT layer reaches (fwd + bwd).
 
     Parameters
@@ -257,6 +271,10 @@ def layer_efficiency(hidden, heads, tp, seq_len, micro_batch, *, gpu="H200",
         training frameworks run): torch.compile, and for FP8 torchao's float8 training
         (dynamic tensorwise scaling, casts and amax reductions fused). ``"eager"``: the
         naive variant, eager PyTorch, FP8 through per-call unfused ``_scaled_mm`` casts.
+    host : {"ahead", "synced"}
+        Compiled recipe only: ``"ahead"`` (default) the GPU's time inside a model whose
+        host runs ahead; ``"synced"`` one shard timed on its own, with the host's issue
+        time as a floor (:func:`recipe_shard_time`).
 
     Returns
     -------
@@ -290,6 +308,8 @@ def layer_efficiency(hidden, heads, tp, seq_len, micro_batch, *, gpu="H200",
     True
     >>> layer_efficiency(2048, 16, 8, 2048, 1) > 2 * small     # no launch floor
     True
+    >>> layer_efficiency(2048, 16, 8, 2048, 1, host="synced") < small   # host floor
+    True
     >>> h100 = layer_efficiency(4096, 32, 4, 2048, 1, gpu="H100")
     >>> h100 < layer_efficiency(4096, 32, 4, 2048, 1)      # less HBM bandwidth
     True
@@ -320,7 +340,7 @@ def layer_efficiency(hidden, heads, tp, seq_len, micro_batch, *, gpu="H200",
     check_choice("recipe", recipe, RECIPES)
     g = specs.gpu(gpu)
     peak = peak_flops(g, precision)
-    time = recipe_shard_time(shard_terms(h, t, s, b), g, precision, recipe)
+    time = recipe_shard_time(shard_terms(h, t, s, b), g, precision, recipe, host=host)
     return narayanan_shard_flops(h, t, s, b) / (time * peak)
 
 
