@@ -149,6 +149,10 @@ def test_answers_and_talking_points_only_in_the_notes(built, key):
         shown = s.get_text(" ")
         if s["data-kind"] == "vote":
             assert "Answer" in notes.get_text()
+        if s["data-kind"] == "figure":
+            # the caption is in the notes; the slide shows the title and the image only
+            assert "Caption:" in notes.get_text()
+            assert " ".join(shown.split()) == " ".join(s.h2.get_text().split())
         for li in notes.find_all("li"):
             point = li.get_text(" ", strip=True)
             if len(point) > 60:
