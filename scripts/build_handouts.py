@@ -222,7 +222,8 @@ def main(argv=None):
                     continue
                 pdf, info = print_product(page, base, spec)
                 (args.out / f"{name}.pdf").write_bytes(pdf)
-                index[name] = dict(info, title=spec["subtitle"], built=built)
+                index[name] = dict(info, title=spec["subtitle"], built=built,
+                                   sources=[p["url"] for p in spec["parts"]])
                 print(f"    {args.out / name}.pdf: {info['pages']} pages, "
                       f"{len(spec['parts'])} parts, {info['answers']} answers in the "
                       f"appendix, {info['shrunk']} wide elements shrunk, "
