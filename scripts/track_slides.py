@@ -44,7 +44,7 @@ esc = html.escape
 #: Slide box of the decks [px]: the size a 720p projector shows one to one.
 WIDTH, HEIGHT = 1280, 720
 #: Where a figure may go on a slide [px], below a two-line title.
-FIG_W, FIG_H = 1180, 500
+FIG_W, FIG_H = 1180, 560
 
 DECK_CSS = """
 .reveal { font-size: 28px; }
@@ -57,7 +57,7 @@ DECK_CSS = """
 .reveal ul, .reveal ol { display: block; margin-left: 1.2em; }
 .reveal li { margin: 6px 0; line-height: 1.3; }
 .reveal .figure-box { text-align: center; }
-.reveal img.figure { width: 1180px; height: 520px; max-width: none; max-height: none;
+.reveal img.figure { width: 1180px; height: 570px; max-width: none; max-height: none;
   object-fit: contain; margin: 4px auto; background: white; border: none; box-shadow: none; }
 .reveal .crop { overflow: hidden; margin: 4px auto; }
 .reveal .crop img { display: block; margin: 0; max-width: none; max-height: none;

@@ -32,6 +32,10 @@ SCREENSHOTS = BUILD / "screenshots" / "slides"
 TRACKS = course.track_names()
 MIN_PX = 20
 MIN_TITLE_PX = 30
+#: A figure is shown at least this many times its own size (the size the book shows it at,
+#: or smaller): its labels are set for reading on a screen at arm's length, not from the
+#: back of a room.
+MIN_FIGURE_SCALE = 1.3
 
 
 def deck(key):
@@ -198,8 +202,12 @@ MEASURE = """() => {
     if (r.left < box.left - 1 || r.top < box.top - 1 || r.right > box.right + 1 || r.bottom > box.bottom + 1)
       outside.push(`${el.tagName} "${(el.textContent || el.getAttribute('src') || '').trim().slice(0, 40)}" ${Math.round(r.bottom - box.bottom)}px below, ${Math.round(r.right - box.right)}px right`);
   }
+  // figures: on-screen size over the image's own size (the book shows it at most at 1x)
+  const figs = Array.from(s.querySelectorAll('img[data-figure]')).map(im => (im.closest('.crop')
+      ? im.width / im.naturalWidth
+      : Math.min(im.width / im.naturalWidth, im.height / im.naturalHeight)) * scale);
   const h = s.querySelector('h1, h2');
-  return {kind: s.dataset.kind, small, outside, upper,
+  return {kind: s.dataset.kind, small, outside, upper, figs,
           title_px: h ? parseFloat(getComputedStyle(h).fontSize) * scale : null,
           notes: (s.querySelector('aside.notes') || {textContent: ''}).textContent.trim().length,
           imgs: Array.from(s.querySelectorAll('img')).map(im => im.complete && im.naturalWidth > 0),
@@ -233,6 +241,8 @@ def test_every_slide_is_legible_at_720p(slides_url, offline_page, key):
             problems.append(f"{where}: text-transform uppercase on {st['upper'][:3]}")
         if st["title_px"] is not None and st["title_px"] < MIN_TITLE_PX:
             problems.append(f"{where}: title {st['title_px']:.1f} px")
+        if any(f < MIN_FIGURE_SCALE for f in st["figs"]):
+            problems.append(f"{where}: figure at {min(st['figs']):.2f}x its own size")
         if st["notes"] == 0:
             problems.append(f"{where}: no speaker notes")
         if not all(st["imgs"]) or st["math_errors"] or st["raw_tex"]:
