@@ -166,7 +166,8 @@ def decode_terms_time(terms, gpu_spec, precision, coef):
     both = big * ((mem / big) ** p + (math_ / big) ** p) ** (1.0 / p)
     extra = (coef["fp8_fixed_s"] + coef["fp8_cast_s_per_element"]
              * terms["cast_elements"]) if precision == "fp8" else 0.0
-    return coef["fixed_s"] + both + extra
+    out = coef["fixed_s"] + both + extra
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def decode_layer_time(hidden, heads, kv_heads, ffn_hidden, tp, batch, context, *,
