@@ -397,6 +397,17 @@ def _lab_slide(block, root):
         _block_notes(block)))
 
 
+def _runs(it, root):
+    """What an agenda item runs, for the agenda's notes: section titles or lab parts."""
+    if it.kind == "chapter":
+        names = [course.section_title(it.doc, label, root) for label in it.run]
+    elif it.kind == "lab":
+        names = [f"labs/{it.doc}.ipynb, {_parts(it.run)}"]
+    else:
+        return ""
+    return " — " + "; ".join(esc(n) for n in names)
+
+
 def render_track(key, pages, text, images, out_dir, root=ROOT):
     """The HTML of the deck of track ``key``; ``pages`` maps a chapter to its parsed page."""
     t = course.track(key)
@@ -425,7 +436,7 @@ def render_track(key, pages, text, images, out_dir, root=ROOT):
                       f'<table class="agenda"><thead><tr><th>Start</th><th>Min.</th>'
                       f"<th>Item</th></tr></thead><tbody>{trs}</tbody></table>",
             _notes("<p>Start is the clock time into the session; breaks included.</p>"
-                   + "".join(f"<p>{s} · {m} min · {esc(it.title)}</p>"
+                   + "".join(f"<p>{s} · {m} min · {esc(it.title)}{_runs(it, root)}</p>"
                              for s, m, it in chunk))))
     seen, points = set(), []
     for i, (start, minutes, it) in enumerate(rows):
