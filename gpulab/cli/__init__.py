@@ -24,6 +24,10 @@ Subcommands
     Measured nccl-tests sweeps vs the model per size, with the error and a
     summary per size band (:mod:`gpulab.cli.compare`, readers in
     :mod:`gpulab.nccltests`).
+``gpulab serve --model NAME --system NAME --tp N --batch B --context C``
+    Serving a dense model with TP x PP: TPOT, TTFT (``--prompt``), tokens/s total
+    and per GPU, communication share; ``--precision``, ``--allreduce
+    nccl|oneshot|twoshot`` (:mod:`gpulab.cli.serve`, model in :mod:`gpulab.inference`).
 ``gpulab doctor [--requirements FILE] [--no-gpu]``
     Pre-flight check of a learner's environment: one PASS/FAIL/SKIP line per
     check, exit status 1 when a required check fails (:mod:`gpulab.doctor`).
@@ -39,13 +43,14 @@ import re
 import sys
 
 from .. import __version__
-from . import compare, doctor, fit, link, nvlink_status, predict, specs, topo
+from . import (compare, doctor, fit, link, nvlink_status, predict, serve, specs,
+               topo)
 from .base import emit, short_message
 
 __all__ = ["main", "build_parser", "emit", "COMMANDS"]
 
 #: The command modules, in the order ``gpulab --help`` lists them.
-COMMANDS = (specs, link, nvlink_status, topo, predict, compare, fit, doctor)
+COMMANDS = (specs, link, nvlink_status, topo, predict, compare, fit, serve, doctor)
 
 
 class _OneLineErrors(argparse.ArgumentParser):

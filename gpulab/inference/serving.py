@@ -93,6 +93,8 @@ def allreduce_time(message_bytes, n_ranks, system, *, algorithm="nccl"):
     whole buffer (ingress grows with n); two-shot reads 1/n of each in the reduce-scatter
     and again in the all-gather. ``t_g``, ``t_s`` are ASSUMED
     (``data/inference_assumptions.yaml``); ``e`` is our measured P2P copy fraction.
+    Not modelled: the kernels run on a few thread blocks (vLLM: at most 36), which may
+    read slower than ``e B``; contention of PCIe peers on shared switch uplinks.
     vLLM runs the custom kernels over PCIe for two GPUs only (``custom_all_reduce.py``:
     not supported on more than two PCIe-only GPUs), and so does this model: more
     ranks without NVLink raise ``ValueError``.
@@ -145,8 +147,8 @@ def _layout(m, system, tp, pp):
     t = check_int("tp", tp, low=1, high=system.n_gpus)
     p = check_int("pp", pp, low=1, high=system.n_gpus)
     if t * p > system.n_gpus:
-        raise ValueError(f"tp x pp must be at most the system's {system.n_gpus} GPUs; "
-                         f"got {t} x {p} = {t * p}")
+        raise ValueError(f"pp must be at most the system's {system.n_gpus} GPUs / tp "
+                         f"({t}) = {system.n_gpus // t}; got {p} (tp x pp = {t * p})")
     check_heads(m.hidden, m.heads, m.kv_heads, m.ffn_hidden, t)
     if m.layers % p:
         raise ValueError(f"pp must divide the model's {m.layers} layers; got {p}")
