@@ -246,3 +246,105 @@ def test_public_names():
     assert set(pub.__all__) == {"TABLES", "table_file", "table_header", "rows",
                                 "allreduce_rows", "end_to_end_rows", "kv_transfer_rows",
                                 "ep_rows"}
+
+
+# --- the derived ratios of SERVING_SOURCES.md ------------------------------------------
+def _e2e(source_id, model, scenario="offline"):
+    return _one(pub.end_to_end_rows(), source_id=source_id, model=model,
+                scenario=scenario)["value"]
+
+
+def _ar_us(source_id, gpus=8, message_bytes=512 * 1024, **match):
+    return 1e3 * _one(pub.allreduce_rows(), source_id=source_id, gpus=gpus,
+                      message_bytes=message_bytes, **match)["latency_ms"]
+
+
+def _tpot(tp, concurrency):
+    return _one(pub.end_to_end_rows(), source_id="aic-silicon-sample", gpu="H200 SXM 141GB",
+                metric="tpot_ms", tp=tp, concurrency=concurrency, isl=1024, osl=1024,
+                software="trtllm (version not recorded in the row)")["value"]
+
+
+def _trt(model, gpus, isl, osl):
+    return _one(pub.end_to_end_rows(), source_id="trtllm-1.0-perf-overview", model=model,
+                gpu="RTX PRO 6000 Blackwell Server", gpus=gpus, isl=isl, osl=osl)["value"]
+
+
+def _ll(source_id, operation):
+    return _one(pub.ep_rows(), source_id=source_id, kernel="low_latency", ep=8,
+                operation=operation)["latency_us"]
+
+
+def _kv_share(source_id, tokens):
+    r = _one(pub.kv_transfer_rows(), source_id=source_id, prompt_tokens=tokens)
+    return 100 * r["transfer_ms"] / r["ttft_ms"]
+
+
+SXM, PCIE = "mlperf41-nvidia-dgx-h100", "mlperf41-asus-esc8000a-e12"
+SXM_ASUS, NVL4, NVL4_BARE = ("mlperf41-asus-esc-n8-e11", "mlperf41-hpe-dl380a-nvl",
+                             "mlperf41-asus-esc4000a-e12")
+#: Every ratio SERVING_SOURCES.md quotes, by its id there.
+DERIVED = {
+    "llama_sxm_over_pcie_offline": lambda: _e2e(SXM, "llama2-70b") / _e2e(PCIE, "llama2-70b"),
+    "llama_sxm_over_pcie_server": lambda: (_e2e(SXM, "llama2-70b", "server")
+                                           / _e2e(PCIE, "llama2-70b", "server")),
+    "llama_sxm_over_pcie_offline_asus": lambda: (_e2e(SXM_ASUS, "llama2-70b")
+                                                 / _e2e(PCIE, "llama2-70b")),
+    "gptj_sxm_over_pcie_offline": lambda: _e2e(SXM, "gptj-6b") / _e2e(PCIE, "gptj-6b"),
+    "gptj_sxm_over_pcie_server": lambda: (_e2e(SXM, "gptj-6b", "server")
+                                          / _e2e(PCIE, "gptj-6b", "server")),
+    "tp_excess_offline": lambda: (DERIVED["llama_sxm_over_pcie_offline"]()
+                                  / DERIVED["gptj_sxm_over_pcie_offline"]()),
+    "nvl4_nvlink_over_bare_offline": lambda: (_e2e(NVL4, "llama2-70b")
+                                              / _e2e(NVL4_BARE, "llama2-70b")),
+    "nvl4_nvlink_over_bare_server": lambda: (_e2e(NVL4, "llama2-70b", "server")
+                                             / _e2e(NVL4_BARE, "llama2-70b", "server")),
+    "pcie8_over_nvl4_offline": lambda: _e2e(PCIE, "llama2-70b") / _e2e(NVL4, "llama2-70b"),
+    "pcie8_over_nvl4_server": lambda: (_e2e(PCIE, "llama2-70b", "server")
+                                       / _e2e(NVL4, "llama2-70b", "server")),
+    "nvl4_over_pcie8_per_gpu_offline": lambda: ((_e2e(NVL4, "llama2-70b") / 4)
+                                                / (_e2e(PCIE, "llama2-70b") / 8)),
+    "nvl4_bare_over_pcie8_per_gpu_offline": lambda: ((_e2e(NVL4_BARE, "llama2-70b") / 4)
+                                                     / (_e2e(PCIE, "llama2-70b") / 8)),
+    "ar512k_rtx_over_h100_trtllm": lambda: (_ar_us("aic-rtx-pro-6000-server-trtllm-1.3.0rc20")
+                                            / _ar_us("aic-h100-sxm-trtllm-1.3.0rc20")),
+    "ar512k_l40s_over_h100_vllm_graph": lambda: (
+        _ar_us("aic-l40s-vllm-0.14.0", cuda_graph=True)
+        / _ar_us("aic-h100-sxm-vllm-0.14.0", cuda_graph=True)),
+    "h200_tpot_tp1_over_tp8_c4": lambda: _tpot(1, 4) / _tpot(8, 4),
+    "h200_tpot_tp1_over_tp8_c128": lambda: _tpot(1, 128) / _tpot(8, 128),
+    "rtx_qwen30b_tp8_over_tp1_128_128": lambda: (_trt("qwen3-30b-a3b", 8, 128, 128)
+                                                 / _trt("qwen3-30b-a3b", 1, 128, 128)),
+    "rtx_qwen30b_tp8_over_tp1_128_2048": lambda: (_trt("qwen3-30b-a3b", 8, 128, 2048)
+                                                  / _trt("qwen3-30b-a3b", 1, 128, 2048)),
+    "rtx_llama70b_pp8_over_pp1_128_128": lambda: (_trt("llama3.3-70b", 8, 128, 128)
+                                                  / _trt("llama3.3-70b", 1, 128, 128)),
+    "deepep_ll_ep8_dispatch_rdma_over_nvlink": lambda: (_ll("deepep-v1-2025-02", "dispatch")
+                                                        / _ll("deepep-v1-legacy", "dispatch")),
+    "deepep_ll_ep8_combine_rdma_over_nvlink": lambda: (_ll("deepep-v1-2025-02", "combine")
+                                                       / _ll("deepep-v1-legacy", "combine")),
+    "mooncake_vllm_32k_transfer_pct_of_ttft": lambda: _kv_share("mooncake-vllm-pd-h800", 32768),
+    "mooncake_vllm_128_transfer_pct_of_ttft": lambda: _kv_share("mooncake-vllm-pd-h800", 128),
+    "mooncake_sglang_32k_transfer_pct_of_ttft": lambda: _kv_share("mooncake-sglang-pd-h20",
+                                                                  32768),
+}
+
+
+def _notes_ratios():
+    text = specs.read_data_text("measurements/public/SERVING_SOURCES.md")
+    return {m.group(1): float(m.group(2))
+            for m in re.finditer(r"^\|\s*`([a-z0-9_]+)`\s*\|.*\|\s*([0-9.]+)\s*\|\s*$", text,
+                                 re.M)}
+
+
+def test_derived_ratios_in_the_notes_are_computed_from_the_rows():
+    quoted = _notes_ratios()
+    assert set(quoted) == set(DERIVED)
+    for key, f in DERIVED.items():
+        assert quoted[key] == pytest.approx(round(f(), 2), abs=0.005), key
+
+
+def test_data_readme_lists_every_serving_file():
+    text = specs.read_data_text("README.md")
+    for name in (*FILES.values(), "SERVING_SOURCES.md"):
+        assert f"public/{name}" in text, name
