@@ -168,6 +168,8 @@ def test_pinned_values():
                 scenario="offline")["value"] == 8858.78
     assert _one(e2e, source_id="trtllm-1.0-perf-overview", model="llama3.3-70b",
                 gpu="RTX PRO 6000 Blackwell Server", pp=8, isl=128, osl=128)["value"] == 11881
+    assert _one(e2e, source_id="trtllm-0.17-perf-overview", model="llama3.1-70b", gpu="L40S",
+                tp=8, isl=128, osl=128)["value"] == 1464.03
     ar = pub.allreduce_rows()
     assert _one(ar, source_id="aic-h100-sxm-trtllm-1.3.0rc20", gpus=8,
                 message_bytes=512 * 1024)["latency_ms"] == pytest.approx(0.0176029, abs=1e-6)
@@ -270,6 +272,11 @@ def _trt(model, gpus, isl, osl):
                 gpu="RTX PRO 6000 Blackwell Server", gpus=gpus, isl=isl, osl=osl)["value"]
 
 
+def _t17(gpu, tp, isl, osl):
+    return _one(pub.end_to_end_rows(), source_id="trtllm-0.17-perf-overview", gpu=gpu, tp=tp,
+                isl=isl, osl=osl, model="llama3.1-70b")["value"]
+
+
 def _ll(source_id, operation):
     return _one(pub.ep_rows(), source_id=source_id, kernel="low_latency", ep=8,
                 operation=operation)["latency_us"]
@@ -319,6 +326,16 @@ DERIVED = {
                                                   / _trt("qwen3-30b-a3b", 1, 128, 2048)),
     "rtx_llama70b_pp8_over_pp1_128_128": lambda: (_trt("llama3.3-70b", 8, 128, 128)
                                                   / _trt("llama3.3-70b", 1, 128, 128)),
+    "trt017_l40s_tp8_over_tp4_128_128": lambda: (_t17("L40S", 8, 128, 128)
+                                                 / _t17("L40S", 4, 128, 128)),
+    "trt017_l40s_tp8_over_tp4_2048_128": lambda: (_t17("L40S", 8, 2048, 128)
+                                                  / _t17("L40S", 4, 2048, 128)),
+    "trt017_h100_tp8_over_tp4_128_128": lambda: (_t17("H100 80GB HBM3", 8, 128, 128)
+                                                 / _t17("H100 80GB HBM3", 4, 128, 128)),
+    "trt017_h100_tp8_over_tp4_2048_128": lambda: (_t17("H100 80GB HBM3", 8, 2048, 128)
+                                                  / _t17("H100 80GB HBM3", 4, 2048, 128)),
+    "trt017_h100x4_over_l40sx8_128_128": lambda: (_t17("H100 80GB HBM3", 4, 128, 128)
+                                                  / _t17("L40S", 8, 128, 128)),
     "deepep_ll_ep8_dispatch_rdma_over_nvlink": lambda: (_ll("deepep-v1-2025-02", "dispatch")
                                                         / _ll("deepep-v1-legacy", "dispatch")),
     "deepep_ll_ep8_combine_rdma_over_nvlink": lambda: (_ll("deepep-v1-2025-02", "combine")
