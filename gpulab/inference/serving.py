@@ -93,6 +93,11 @@ def allreduce_time(message_bytes, n_ranks, system, *, algorithm="nccl"):
     whole buffer (ingress grows with n); two-shot reads 1/n of each in the reduce-scatter
     and again in the all-gather. ``t_g``, ``t_s`` are ASSUMED
     (``data/inference_assumptions.yaml``); ``e`` is our measured P2P copy fraction.
+    Messages above ``max_message_bytes`` (8 MiB, vLLM's default buffer) go to NCCL, as
+    in vLLM. Checked against published H200 / H100 rows
+    (``tests/models/test_inference_public.py``): one-shot within about 18% of vLLM's
+    CUDA-graph rows where vLLM runs one-shot; two-shot at 8 GPUs and 256 KiB-1 MiB is
+    2-4x faster than any published custom all-reduce: treat it as a lower bound.
     Not modelled: the kernels run on a few thread blocks (vLLM: at most 36), which may
     read slower than ``e B``; contention of PCIe peers on shared switch uplinks.
     vLLM runs the custom kernels over PCIe for two GPUs only (``custom_all_reduce.py``:
@@ -119,7 +124,7 @@ def allreduce_time(message_bytes, n_ranks, system, *, algorithm="nccl"):
                          f"runs its custom all-reduce over PCIe for 2 GPUs only); "
                          f"system {system.name!r} has no NVLink: use 'nccl' or n_ranks "
                          f"<= 2, got {n}")
-    if algorithm == "nccl":
+    if algorithm == "nccl" or s > custom_constant("max_message_bytes"):
         return float(collectives.collective_time("all_reduce", s, n, system))
     b = collectives.fabric_bandwidth(system).bytes_per_s * custom_constant("peer_efficiency")
     sync = custom_constant("sync_s" if _has_nvlink(system) else "sync_pcie_s")
@@ -259,7 +264,9 @@ def decode_step(model, system, *, tp, pp=1, batch, context, precision="bf16",
     LM head shard (BF16 weights ``V h / t``) with the decode model's constants;
     :math:`t_\mathrm{gather}`: NCCL all-gather of the ``b V`` BF16 logits. Stage
     hand-offs: NCCL sendrecv inside the server. Not modelled: sampling, the scheduler,
-    embedding lookup, overlap of communication with compute.
+    embedding lookup, overlap of communication with compute, and the prefill of new
+    requests that aggregated serving mixes into decode steps (TPOT measured under load
+    with long prompts is longer than this).
 
     Examples
     --------

@@ -199,12 +199,22 @@ def test_nccl_is_the_collective_model_and_one_rank_is_free():
         assert inference.allreduce_time(s, 1, "hgx-h200", algorithm=a) == 0.0
 
 
-@given(s=st.floats(1.0, 2.0**26), n=st.sampled_from([2, 4, 8]),
+@given(s=st.floats(1.0, 2.0**22), n=st.sampled_from([2, 4, 8]),
        a=st.sampled_from(["oneshot", "twoshot"]))
 def test_custom_allreduce_grows_with_size_and_has_a_floor(s, n, a):
     t = inference.allreduce_time(s, n, "hgx-h200", algorithm=a)
     assert t < inference.allreduce_time(2 * s, n, "hgx-h200", algorithm=a)
     assert t > inference.custom_constant("graph_floor_s")
+
+
+def test_custom_allreduce_hands_large_messages_to_nccl():
+    big = inference.custom_constant("max_message_bytes")
+    assert big == 8 * 2**20
+    for a in ("oneshot", "twoshot"):
+        assert inference.allreduce_time(big + 2, 8, "hgx-h200", algorithm=a) == \
+            inference.allreduce_time(big + 2, 8, "hgx-h200")
+        assert inference.allreduce_time(big, 8, "hgx-h200", algorithm=a) != \
+            inference.allreduce_time(big, 8, "hgx-h200")
 
 
 def test_custom_allreduce_over_pcie_only_for_two_gpus():
