@@ -49,3 +49,8 @@ from .serving import (  # noqa: F401
     decode_step,
     prefill_time,
 )
+
+__all__ = ["HEAD_DIM", "PRECISIONS", "RECIPES", "ALLREDUCE", "decode_layer_time",
+           "decode_layer_terms", "bandwidth_floor", "decode_constants", "decode_checks",
+           "allreduce_time", "custom_constant", "DecodeStep", "decode_step", "Prefill",
+           "prefill_time"]
