@@ -21,6 +21,7 @@ from . import systems  # noqa: F401
 from . import nccltests  # noqa: F401
 from . import parallelism  # noqa: F401
 from . import network  # noqa: F401
+from . import serving  # noqa: F401
 from .style import (  # noqa: F401
     COLORS,
     STYLE,
@@ -88,6 +89,10 @@ from .network import (  # noqa: F401
     plot_busbw_vs_nodes,
     plot_ep_alltoall,
 )
+from .serving import (  # noqa: F401
+    SYSTEM_STYLE, plot_serving_layouts, plot_tpot_check, plot_tokens_per_dollar,
+    plot_kv_transfer,
+)
 
 __all__ = [
     "COLORS",
@@ -137,4 +142,6 @@ __all__ = [
     "plot_scale_out",
     "plot_busbw_vs_nodes",
     "plot_ep_alltoall",
+    "SYSTEM_STYLE", "plot_serving_layouts", "plot_tpot_check", "plot_tokens_per_dollar",
+    "plot_kv_transfer",
 ]
