@@ -80,10 +80,17 @@ from .network import (  # noqa: F401
     NETWORK_CURVE,
     network_chart,
 )
+from .inference import (  # noqa: F401
+    DECODE_CHART_SYSTEMS,
+    DECODE_CHART_TPS,
+    DECODE_CHART_BATCHES,
+    DECODE_CHART_ALLREDUCE,
+    decode_chart,
+)
 
 #: Chart names in book order (one per explorer); ``<name>_chart`` is the builder.
 CHART_NAMES = ("scaling", "link", "pcie", "pipeline", "topology", "collective",
-               "fabric", "network", "bucket", "layout", "tp", "roi")
+               "fabric", "network", "bucket", "layout", "tp", "roi", "decode")
 
 
 def charts():

@@ -21,6 +21,7 @@ from . import systems  # noqa: F401
 from . import nccltests  # noqa: F401
 from . import parallelism  # noqa: F401
 from . import network  # noqa: F401
+from . import inference  # noqa: F401
 from . import serving  # noqa: F401
 from .style import (  # noqa: F401
     COLORS,
@@ -89,6 +90,11 @@ from .network import (  # noqa: F401
     plot_busbw_vs_nodes,
     plot_ep_alltoall,
 )
+from .inference import (  # noqa: F401
+    plot_decode_layers,
+    plot_allreduce_sizes,
+    plot_tpot_breakdown,
+)
 from .serving import (  # noqa: F401
     SYSTEM_STYLE, plot_serving_layouts, plot_tpot_check, plot_tokens_per_dollar,
     plot_kv_transfer,
@@ -142,6 +148,9 @@ __all__ = [
     "plot_scale_out",
     "plot_busbw_vs_nodes",
     "plot_ep_alltoall",
+    "plot_decode_layers",
+    "plot_allreduce_sizes",
+    "plot_tpot_breakdown",
     "SYSTEM_STYLE", "plot_serving_layouts", "plot_tpot_check", "plot_tokens_per_dollar",
     "plot_kv_transfer",
 ]

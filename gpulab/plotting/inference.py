@@ -1,0 +1,259 @@
+"""Figures of the serving topic: decode layer shards against our runs, the TP
+all-reduce of decode-sized messages against published tables, and the time per
+output token (TPOT) split into compute and communication.
+
+Also the small data helpers the figures and the explorer share (measured decode
+rows, the model at those rows, the engines' all-reduce choice); they call the
+public functions of :mod:`gpulab.inference` only.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+
+import numpy as np
+
+from .. import specs, units
+from ..inference import allreduce_time, decode_layer_time, decode_step
+from ..inference import published
+from .style import COLORS, bytes_axis, new_axes
+
+__all__ = ["DECODE_RUN", "decode_rows", "decode_model_rows", "custom_allreduce_time",
+           "allreduce_comparison", "tpot_rows", "plot_decode_layers",
+           "plot_allreduce_sizes", "plot_tpot_breakdown"]
+
+#: Our decode runs inside ``gpulab/data`` (1x H200, 2026-12-02).
+DECODE_RUN = "measurements/raw/h200-x1-2026-12-02-decode"
+_INTS = ("hidden", "heads", "kv_heads", "ffn_hidden", "tp", "batch", "context",
+         "layers", "weight_bytes", "kv_bytes")
+_TP_COLORS = {1: "#222222", 2: COLORS["pcie"], 4: COLORS["nvlink"], 8: COLORS["comm"]}
+_ALGO_STYLE = {"nccl": ("NCCL", COLORS["ib"]), "custom": ("custom (best of one/two-shot)",
+                                                          COLORS["nvlink"])}
+#: Published implementation -> model algorithm it is compared with.
+_PUBLISHED = {"nccl": "nccl", "trtllm_custom": "custom", "vllm_custom": "custom"}
+_PUB_MARKERS = {"nccl": "s", "trtllm_custom": "^", "vllm_custom": "v"}
+_PUB_LABELS = {"nccl": "NCCL (nccl-tests)", "trtllm_custom": "TensorRT-LLM",
+               "vllm_custom": "vLLM custom"}
+
+
+def decode_rows(recipe="compiled"):
+    """Rows of our decode runs (``decode_<recipe>.csv``), integers typed, ``layer_s``
+    (seconds per layer shard) added."""
+    if recipe not in ("compiled", "eager"):
+        raise ValueError(f"recipe must be 'compiled' or 'eager'; got {recipe!r}")
+    text = specs.read_data_text(f"{DECODE_RUN}/decode_{recipe}.csv")
+    out = []
+    for r in csv.DictReader(io.StringIO(text)):
+        r = dict(r)
+        for k in _INTS:
+            r[k] = int(r[k])
+        r["layer_s"] = float(r["layer_us"]) * 1e-6
+        out.append(r)
+    return out
+
+
+def decode_model_rows(recipe="compiled"):
+    """:func:`decode_rows` with the model's time (``model_s``) and its error
+    (``error`` = model / measured - 1) of each row."""
+    rows = decode_rows(recipe)
+    for r in rows:
+        r["model_s"] = decode_layer_time(r["hidden"], r["heads"], r["kv_heads"],
+                                         r["ffn_hidden"], r["tp"], r["batch"],
+                                         r["context"], precision=r["precision"],
+                                         recipe=recipe)
+        r["error"] = r["model_s"] / r["layer_s"] - 1
+    return rows
+
+
+def custom_allreduce_time(message_bytes, n_ranks, system):
+    """The faster of the one-shot and two-shot kernels (what an engine's size table
+    picks). [s]"""
+    return min(allreduce_time(message_bytes, n_ranks, system, algorithm=a)
+               for a in ("oneshot", "twoshot"))
+
+
+def _model_ar(kind, s, n, system):
+    if kind == "nccl":
+        return allreduce_time(s, n, system, algorithm="nccl")
+    return custom_allreduce_time(s, n, system)
+
+
+def allreduce_comparison(system, n_ranks, published_system):
+    """Published all-reduce rows (CUDA-graph rows for the custom kernels) of
+    ``published_system`` at ``n_ranks`` GPUs beside the model on ``system``.
+
+    Returns a list of dicts: ``implementation``, ``message_bytes``, ``published_s``,
+    ``model_s``, ``error`` (model / published - 1)."""
+    out = []
+    for r in published.allreduce_rows():
+        if r["system"] != published_system or r["gpus"] != n_ranks:
+            continue
+        if r["implementation"] != "nccl" and not r["cuda_graph"]:
+            continue
+        kind = _PUBLISHED.get(r["implementation"])
+        if kind is None:
+            continue
+        pub = r["latency_ms"] * 1e-3
+        m = _model_ar(kind, r["message_bytes"], n_ranks, system)
+        out.append({"implementation": r["implementation"],
+                    "message_bytes": r["message_bytes"], "published_s": pub,
+                    "model_s": m, "error": m / pub - 1})
+    if not out:
+        raise ValueError(f"no published rows for system {published_system!r} at "
+                         f"{n_ranks} GPUs")
+    return out
+
+
+def tpot_rows(model, system, tps, *, batch, context, precision="bf16",
+              allreduce="nccl"):
+    """``[(tp, DecodeStep)]`` for each TP degree in ``tps`` that the model allows."""
+    out = []
+    for t in tps:
+        try:
+            out.append((t, decode_step(model, system, tp=t, batch=batch,
+                                       context=context, precision=precision,
+                                       allreduce=allreduce)))
+        except ValueError:
+            continue
+    if not out:
+        raise ValueError(f"tps: no TP degree of {list(tps)} is valid for {model!r} on "
+                         f"{system!r}")
+    return out
+
+
+def plot_decode_layers(rows, *, shapes=("llama3-70b", "h5120-gqa8"), precision="bf16",
+                       ax=None):
+    """Measured decode layer-shard time against the bytes it reads (weights + KV
+    cache), with the model at the same rows; held-out rows hollow.
+
+    Parameters
+    ----------
+    rows : list of dict
+        :func:`decode_model_rows`.
+    shapes : sequence of str
+        Layer shapes to show.
+    precision : {"bf16", "fp8"}
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    sel = [r for r in rows if r["shape"] in shapes and r["precision"] == precision]
+    if not sel:
+        raise ValueError(f"rows: none of shapes {list(shapes)} in {precision!r}")
+    ax = new_axes(ax)
+    for tp in sorted({r["tp"] for r in sel}):
+        color = _TP_COLORS.get(tp, COLORS["accent"])
+        for grid, face in (("fit", color), ("holdout", "none")):
+            pts = [r for r in sel if r["tp"] == tp and r["grid"] == grid]
+            if not pts:
+                continue
+            x = [r["weight_bytes"] + r["kv_bytes"] for r in pts]
+            ax.scatter(x, [r["layer_s"] * 1e6 for r in pts], s=22, marker="o",
+                       facecolors=face, edgecolors=color, linewidths=1.1,
+                       label=f"TP{tp} measured" + (" (held out)" if grid == "holdout"
+                                                   else ""))
+            ax.scatter(x, [r["model_s"] * 1e6 for r in pts], s=18, marker="_",
+                       color=COLORS["model"], linewidths=1.2,
+                       label="model" if tp == min(r["tp"] for r in sel)
+                       and grid == "fit" else None)
+    gpu = specs.gpu("H200")
+    xs = np.geomspace(min(r["weight_bytes"] + r["kv_bytes"] for r in sel) / 1.5,
+                      max(r["weight_bytes"] + r["kv_bytes"] for r in sel) * 1.5, 50)
+    ax.plot(xs, xs / gpu.memory_bandwidth * 1e6, ls="--", color=COLORS["hbm"], lw=1.2,
+            label="bytes / spec HBM bandwidth")
+    bytes_axis(ax.xaxis)
+    ax.set_yscale("log")
+    ax.set_xlabel("Bytes read per layer shard (weights + KV cache)")
+    ax.set_ylabel("Time per layer [µs]")
+    held = [abs(r["error"]) for r in sel if r["grid"] == "holdout"]
+    if held:
+        ax.text(0.02, 0.97, f"held-out rows shown: median |error| "
+                f"{statistics.median(held):.0%}, max {max(held):.0%}",
+                transform=ax.transAxes, va="top", fontsize=8)
+    ax.legend(fontsize=7, loc="lower right", ncol=2)
+    return ax
+
+
+def plot_allreduce_sizes(system, n_ranks, published_system, *, ax=None, label=None):
+    """Model all-reduce time against message size (NCCL and the custom kernels)
+    on ``system`` with ``n_ranks`` GPUs, and the published rows of
+    ``published_system`` beside it; the legend gives each table's median error.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    comp = allreduce_comparison(system, n_ranks, published_system)
+    ax = new_axes(ax)
+    sizes = np.geomspace(8 * units.KiB, 8 * units.MiB, 40)
+    for kind, (name, color) in _ALGO_STYLE.items():
+        try:
+            t = [_model_ar(kind, s, n_ranks, system) * 1e6 for s in sizes]
+        except ValueError:
+            continue
+        ax.plot(sizes, t, color=color, label=f"model: {name}")
+    for impl in ("nccl", "trtllm_custom", "vllm_custom"):
+        pts = [r for r in comp if r["implementation"] == impl]
+        if not pts:
+            continue
+        kind = _PUBLISHED[impl]
+        err = statistics.median(abs(r["error"]) for r in pts)
+        ax.scatter([r["message_bytes"] for r in pts],
+                   [r["published_s"] * 1e6 for r in pts], marker=_PUB_MARKERS[impl],
+                   s=20, facecolors="none", edgecolors=_ALGO_STYLE[kind][1],
+                   label=f"{_PUB_LABELS[impl]} (median |error| {err:.0%})")
+    bytes_axis(ax.xaxis)
+    ax.set_yscale("log")
+    ax.set_xlabel("Message size")
+    ax.set_ylabel("All-reduce time [µs]")
+    if label:
+        ax.text(0.02, 0.97, label, transform=ax.transAxes, va="top", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    return ax
+
+
+def plot_tpot_breakdown(groups, *, ax=None):
+    """Stacked bars of compute and communication per output token, one bar per
+    (label, DecodeStep), with the communication share and tokens/s per GPU.
+
+    Parameters
+    ----------
+    groups : sequence of (str, DecodeStep)
+        Bar labels and decode steps (e.g. one per TP degree and system).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    groups = list(groups)
+    if not groups:
+        raise ValueError("groups must be a non-empty sequence of (label, DecodeStep)")
+    ax = new_axes(ax)
+    ax.clear()
+    y = np.arange(len(groups))[::-1]
+    comp = np.array([d.compute_time for _, d in groups]) * 1e3
+    comm = np.array([d.comm_time for _, d in groups]) * 1e3
+    ax.barh(y, comp, color=COLORS["compute"], label="compute + memory")
+    ax.barh(y, comm, left=comp, color=COLORS["comm"], label="communication")
+    for yi, c, m, (_, d) in zip(y, comp, comm, groups):
+        note = "" if d.fits_memory else ", does not fit"
+        ax.text(c + m, yi, f"  {d.comm_share:.0%} comm, "
+                f"{d.tokens_per_s_per_gpu:,.0f} tok/s/GPU{note}", va="center",
+                fontsize=8)
+    ax.set_yticks(y, [g for g, _ in groups])
+    ax.set_xlabel("Time per output token [ms]")
+    ax.set_xlim(0, _nice(float(np.max(comp + comm)) * 1.5))
+    ax.grid(axis="y", visible=False)
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, borderaxespad=0.2)
+    return ax
+
+
+def _nice(x):
+    """The next of 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 x 10^k at or above ``x`` (an axis limit that stays put
+    while the data move a little)."""
+    k = 10.0 ** np.floor(np.log10(x))
+    return float(next(m * k for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10) if m * k >= x))
+
+
