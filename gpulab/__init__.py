@@ -2,7 +2,8 @@
 
 Layers, one direction of dependency::
 
-    units, specs, links, collectives, scaling, measurements   (pure models, SI units)
+    units, specs, links, collectives, scaling, measurements, ..., parallelism, inference
+                  (pure models, SI units)
         <- plotting   (matplotlib; ``ax=None`` in, ``Axes`` out)
         <- widgets    (ipywidgets; returns the widget)
     charts   (Altair/Vega-Lite; models evaluated on a grid at build time, for the book)
@@ -19,6 +20,7 @@ from . import collectives, links, measurements, scaling, specs, units
 from . import pcie, systems  # PCIe chapter: link/protocol/copy model, system presets
 from . import topology  # PCIe chapter: server topology graph, topo -m reader
 from . import nccltests, parallelism  # measuring and parallel-layout chapters
+from . import inference  # serving chapters
 
 __version__ = "0.1.0"
 
@@ -27,6 +29,7 @@ __all__ = ["__version__", "units", "specs", "links", "collectives", "scaling",
 __all__ += ["pcie", "systems"]
 __all__ += ["topology"]
 __all__ += ["nccltests", "parallelism", "bench"]
+__all__ += ["inference"]
 
 
 def __getattr__(name):  # lazy optional layers (PEP 562)
