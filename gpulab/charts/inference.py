@@ -39,7 +39,7 @@ def decode_chart(model="llama3-70b", *, context=8192, precision="bf16",
                                       context=context, precision=precision,
                                       allreduce=allreduce)
         except ValueError as exc:
-            return [], f"Not possible: {exc}"
+            return [], f"Not possible at batch {batch}: {exc}"
         rows = [{"bar": f"TP{tp}", "part": _PARTS[0], "ms": d.compute_time * 1e3},
                 {"bar": f"TP{tp}", "part": _PARTS[1], "ms": d.comm_time * 1e3}]
         fit = "" if d.fits_memory else (
@@ -49,6 +49,8 @@ def decode_chart(model="llama3-70b", *, context=8192, precision="bf16",
                 f"{d.allreduce_time * 1e6:.1f} µs).\n"
                 f"{d.tokens_per_s:,.0f} tokens/s, {d.tokens_per_s_per_gpu:,.0f} per "
                 f"GPU.{fit}")
+        if tp == 1:
+            text += "\nAll-reduce: none at TP1 (the choice changes nothing)."
         return rows, text
 
     def plot(base):

@@ -87,7 +87,9 @@ class _DecodeExplorer(Explorer):
     def _clear(self):
         def blank(ax):
             ax.clear()
-            ax.set_axis_off()
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.grid(False)
         self.view.render(blank)
         self.summary.value = ""
 

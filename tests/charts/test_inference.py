@@ -28,7 +28,7 @@ def test_grid_and_rows_equal_the_model(chart):
 def test_refused_points_have_no_bar_and_say_why(chart):
     bad = [s for s in chart.summary if s["system"] == "l40s-x8" and s["tp"] == 8
            and s["allreduce"] == "oneshot"]
-    assert bad and all(s["text"].startswith("Not possible") for s in bad)
+    assert bad and all(s["text"].startswith("Not possible at batch") for s in bad)
     assert not [r for r in chart.rows if r["system"] == "l40s-x8" and r["tp"] == 8
                 and r["allreduce"] == "oneshot"]
 
