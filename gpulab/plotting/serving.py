@@ -37,7 +37,7 @@ def plot_serving_layouts(options, *, tpot_target=None, ax=None):
         Draw the target as a vertical line. [s]
 
     Layouts that meet the target are filled; the best one per server is ringed and
-    labelled.
+    labelled. With a target, the TPOT axis ends at twice the target.
     """
     ax = new_axes(ax)
     if not options:
@@ -60,6 +60,7 @@ def plot_serving_layouts(options, *, tpot_target=None, ax=None):
                         color=color)
     if tpot_target is not None:
         ax.axvline(tpot_target * 1e3, color=COLORS["comm"], ls="--", lw=1)
+        ax.set_xlim(0, 2 * tpot_target * 1e3)      # far misses are off the chart
     ax.set_yscale("log")
     ax.set_xlabel("time per output token, TPOT [ms]")
     ax.set_ylabel("output tokens/s per GPU")
@@ -154,10 +155,12 @@ def plot_kv_transfer(paths, prefill_s, *, ax=None):
                 label="prefill" if i == 0 else None)
         ax.barh(y, t * 1e3, left=prefill_s * 1e3, color=COLORS["comm"], height=0.6,
                 label="KV transfer" if i == 0 else None)
-        ax.text((prefill_s + t) * 1e3, y, f" {t / (t + prefill_s):.0%}", va="center",
-                fontsize=8)
+        share = t / (t + prefill_s)
+        ax.text((prefill_s + t) * 1e3, y, f" {share:.1%}" if share < 0.01 else
+                f" {share:.0%}", va="center", fontsize=8)
     ax.set_yticks(ys, [p[0] for p in paths])
     ax.set_xlabel("time to first token on the decode side [ms]")
-    ax.set_xlim(0, max(prefill_s + t for _, t in paths) * 1e3 * 1.2)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.set_xlim(0, max(prefill_s + t for _, t in paths) * 1e3 * 1.25)
+    ax.legend(fontsize=8, loc="upper center", ncol=2, bbox_to_anchor=(0.5, 1.15),
+              frameon=False)
     return ax
