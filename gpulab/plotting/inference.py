@@ -165,7 +165,7 @@ def plot_decode_layers(rows, *, shapes=("llama3-70b", "h5120-gqa8"), precision="
             label="bytes / spec HBM bandwidth")
     bytes_axis(ax.xaxis)
     ax.set_yscale("log")
-    ax.set_xlabel("Bytes read per layer shard (weights + KV cache)")
+    ax.set_xlabel("Bytes read per layer shard, weights + KV cache [B]")
     ax.set_ylabel("Time per layer [µs]")
     held = [abs(r["error"]) for r in sel if r["grid"] == "holdout"]
     if held:
@@ -206,7 +206,7 @@ def plot_allreduce_sizes(system, n_ranks, published_system, *, ax=None, label=No
                    label=f"{_PUB_LABELS[impl]} (median |error| {err:.0%})")
     bytes_axis(ax.xaxis)
     ax.set_yscale("log")
-    ax.set_xlabel("Message size")
+    ax.set_xlabel("Message size [B]")
     ax.set_ylabel("All-reduce time [µs]")
     if label:
         ax.text(0.02, 0.97, label, transform=ax.transAxes, va="top", fontsize=9)

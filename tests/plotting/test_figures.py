@@ -180,6 +180,17 @@ CALLS.update({
         "bucket_bytes": [2 ** 20, 2 ** 24, 2 ** 28], "total_time": [0.1, 0.01, 0.006],
         "chosen": (2 ** 24, 0.01), "one_call_time": 0.006},
 })
+# Serving: decode across GPUs
+CALLS.update({
+    "plot_decode_layers": lambda: {
+        "rows": __import__("gpulab.plotting.inference").plotting.inference
+        .decode_model_rows()},
+    "plot_allreduce_sizes": lambda: {
+        "system": "hgx-h200", "n_ranks": 8, "published_system": "h200_sxm"},
+    "plot_tpot_breakdown": lambda: {
+        "groups": [("TP8", __import__("gpulab").inference.decode_step(
+            "llama3-70b", "hgx-h200", tp=8, batch=32, context=8192))]},
+})
 
 
 def test_every_plot_function_is_exercised():
