@@ -15,7 +15,8 @@ def test_bytes_per_token_analytic():
 
 
 def test_matches_mooncake_kv_size_in_binary_units():
-    # Qwen3-8B (36 layers, 8 KV heads, head_dim 128, BF16): the page's "GB" are GiB
+    # Qwen3-8B (36 layers, 8 KV heads, head_dim 128, BF16; Hugging Face Qwen/Qwen3-8B
+    # config.json: num_hidden_layers, num_key_value_heads, head_dim): the page's "GB" are GiB
     per_token = kv.kv_bytes_per_token(36, 8, 128)
     rows = [r for r in published.kv_transfer_rows()
             if r["model"] == "Qwen3-8B" and r["kv_size_unit"] == "GB"]
