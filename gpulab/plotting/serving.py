@@ -55,15 +55,16 @@ def plot_serving_layouts(options, *, tpot_target=None, ax=None):
             b = max(good, key=lambda o: o.tokens_per_s_per_gpu)
             ax.scatter([b.tpot * 1e3], [b.tokens_per_s_per_gpu], s=140,
                        facecolors="none", edgecolors=color, linewidths=1.5, zorder=4)
+            left = tpot_target is not None and b.tpot > 0.7 * tpot_target
             ax.annotate(b.label, (b.tpot * 1e3, b.tokens_per_s_per_gpu),
-                        textcoords="offset points", xytext=(7, 4), fontsize=8,
-                        color=color)
+                        textcoords="offset points", xytext=(-9 if left else 9, 5),
+                        ha="right" if left else "left", fontsize=8, color=color)
     if tpot_target is not None:
         ax.axvline(tpot_target * 1e3, color=COLORS["comm"], ls="--", lw=1)
         ax.set_xlim(0, 2 * tpot_target * 1e3)      # far misses are off the chart
     ax.set_yscale("log")
     ax.set_xlabel("time per output token, TPOT [ms]")
-    ax.set_ylabel("output tokens/s per GPU")
+    ax.set_ylabel("output per GPU [tokens/s]")
     ax.legend(fontsize=8, loc="lower right")
     return ax
 
@@ -131,7 +132,7 @@ def plot_tokens_per_dollar(rows, *, ax=None):
         text = r["option"].label if r["meets_target"] else "misses the target"
         ax.text(v, y, f" {text}", va="center", fontsize=8)
     ax.set_yticks(ys, [r["system"] for r in rows])
-    ax.set_xlabel("million output tokens per USD (example prices)")
+    ax.set_xlabel("output tokens per USD [million], example prices")
     ax.set_xlim(0, max(r["tokens_per_usd"] for r in rows) / 1e6 * 1.35 or 1)
     return ax
 

@@ -1338,6 +1338,48 @@ def _so_public():
     return fig
 
 
+# --- serving_pcie ---------------------------------------------------------------------------
+def _sp_roi():
+    from gpulab.inference import roi
+    return roi
+
+
+@book("serving_pcie:fig-sp-layouts", "plot_serving_layouts")
+def _sp_layouts():
+    roi = _sp_roi()
+    options = {s: roi.layout_options("llama3-70b", s, tpot_target=0.05, context=4096)
+               for s in roi.SYSTEMS}
+    return P.plot_serving_layouts(options, tpot_target=0.05).figure
+
+
+@book("serving_pcie:fig-sp-check", "plot_tpot_check")
+def _sp_check():
+    return P.plot_tpot_check(_sp_roi().published_tpot_checks()).figure
+
+
+@book("serving_pcie:fig-sp-kv", "plot_kv_transfer")
+def _sp_kv():
+    from gpulab import collectives, inference, specs, systems
+    from gpulab.inference import kv
+    kv_bytes = kv.model_kv_bytes_per_token("llama3-70b") * 8192
+    prefill = inference.prefill_time("llama3-70b", "hgx-h200", tp=8, prompt=8192,
+                                     precision="fp8").ttft
+    cx7 = specs.nic("ConnectX-7").line_rate.bytes_per_s
+    nvl = collectives.fabric_bandwidth(systems.get("hgx-h200")).bytes_per_s
+    paths = [("NVLink, same node (8 GPUs)", 8 * nvl), ("8x ConnectX-7 RDMA", 8 * cx7),
+             ("one NIC (TCP, at best)", cx7)]
+    return P.plot_kv_transfer([(n, kv.kv_transfer_time(kv_bytes, b)) for n, b in paths],
+                              prefill).figure
+
+
+@book("serving_pcie:fig-sp-tpd", "plot_tokens_per_dollar")
+def _sp_tpd():
+    roi = _sp_roi()
+    rows = roi.buying_table("llama3-70b", roi.EXAMPLE_PRICES, tpot_target=0.05,
+                            context=4096)
+    return P.plot_tokens_per_dollar(rows).figure
+
+
 # --- every figure of the book ---------------------------------------------------------------
 @pytest.mark.parametrize("key", sorted(BOOK))
 def test_book_figure_text_does_not_collide(key):

@@ -192,6 +192,24 @@ CALLS.update({
             "llama3-70b", "hgx-h200", tp=8, batch=32, context=8192))]},
 })
 
+# Serving: NVLink or PCIe for serving (layouts, published TPOT, tokens per USD, KV transfer)
+CALLS.update({
+    "plot_serving_layouts": lambda: {
+        "options": {"h100-pcie": __import__("gpulab.inference.roi").inference.roi
+                    .layout_options("llama3-70b", "h100-pcie", tpot_target=0.05,
+                                    context=4096)},
+        "tpot_target": 0.05},
+    "plot_tpot_check": lambda: {
+        "checks": [{"published": 0.01, "model": 0.012, "tp": 2, "fits_memory": True},
+                   {"published": 0.03, "model": 0.025, "tp": 8, "fits_memory": False}]},
+    "plot_tokens_per_dollar": lambda: {
+        "rows": __import__("gpulab.inference.roi").inference.roi.buying_table(
+            "llama3-70b", {"hgx-h200": 3.0, "h100-pcie": 2.25}, tpot_target=0.05,
+            context=4096)},
+    "plot_kv_transfer": lambda: {
+        "paths": [("NVLink", 0.001), ("8 NICs", 0.007), ("one NIC", 0.05)],
+        "prefill_s": 0.3},
+})
 
 def test_every_plot_function_is_exercised():
     public = {n for n in P.__all__ if n.startswith("plot_")}
