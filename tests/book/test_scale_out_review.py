@@ -89,7 +89,7 @@ def test_misconceptions_cover_the_multi_node_beliefs():
     prose = _prose(MISC)
     for belief in ("Two nodes run at one NIC's rate", "Oversubscription does not matter",
                    "RoCE behaves like InfiniBand", "GPUDirect RDMA is automatic"):
-        entry = re.search(rf'\*\*"{re.escape(belief)}\."\*\*(.*?)(?=\n\n)', prose, re.S)
+        entry = re.search(rf'\*\*"{re.escape(belief)}\."\*\*(.*?)(?=\n\n|\Z)', prose, re.S)
         assert entry, belief
         assert "*Show:*" in entry.group(1), belief        # where it is taught
 
