@@ -16,7 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = ["why_interconnect", "nvlink", "pcie", "in_network_reduction", "nvswitch",
-            "scale_out", "reading_nccl_tests", "parallel_strategies", "tensor_parallel", "nvlink_roi"]
+            "scale_out", "reading_nccl_tests", "parallel_strategies", "tensor_parallel", "nvlink_roi",
+            "serving_decode", "serving_pcie"]
 HTML = ROOT / "_build" / "html" / "book"
 
 QUICK_CHECK = re.compile(
@@ -34,6 +35,7 @@ NOT_TYPED = [
     re.compile(r"\b\d+×\s*[A-Z]\w*"),                 # "8× H200": a system's name
     re.compile(r"\b[A-Za-z]+[A-Za-z-]*\d+[A-Za-z\d]*\b"),  # H200, NVLink4, Gen5, x16, TP8, FP16
     re.compile(r"\b\d+B\b"),                           # model names: 13B, 70B
+    re.compile(r"\bLlama \d+(?:\.\d+)?\b"),              # model family names: Llama 3
     re.compile(r"\([a-d]\)"),                          # choice letters
 ]
 
