@@ -135,10 +135,17 @@ def test_raw_label_check_can_fail():
     assert set(RAW_LABEL.findall(_visible(page))) == {"wi-article-box"}
 
 
+#: Parts of the book that no track teaches yet: the serving part has no track block (its
+#: chapters are read after the training course); a new part must be added here or taught.
+UNTRACKED_PARTS = ("Serving across GPUs",)
+
+
 def test_one_day_has_every_chapter_of_the_book():
-    from instructor_kit import chapters
-    main = {c.removeprefix("book/") for c in chapters()}
+    from instructor_kit import NON_CHAPTER_PARTS, toc
+    main = {d.removeprefix("book/") for d, c in toc()
+            if c is not None and c not in NON_CHAPTER_PARTS and c not in UNTRACKED_PARTS}
     assert "scale_out" in main and "nvlink" in main
+    assert all(any(c == p for _, c in toc()) for p in UNTRACKED_PARTS)   # no stale name
     docs = {it.doc for it in course.track("one-day").items if it.kind == "chapter"}
     assert main <= docs, f"one-day track misses {sorted(main - docs)}"
 

@@ -1338,6 +1338,42 @@ def _so_public():
     return fig
 
 
+# --- serving_decode -------------------------------------------------------------------------
+SD_MODEL, SD_BATCH, SD_CONTEXT = "llama3-70b", 32, 8192    # as book/serving_decode.md
+
+
+@book("serving_decode:fig-sd-decode", "plot_decode_layers")
+def _sd_decode():
+    from gpulab.plotting import inference as pinf
+    fig, ax = plt.subplots(figsize=(7.0, 4.0))
+    pinf.plot_decode_layers(pinf.decode_model_rows(), ax=ax)
+    return fig
+
+
+@book("serving_decode:fig-sd-allreduce", "plot_allreduce_sizes")
+def _sd_allreduce():
+    from gpulab.plotting import inference as pinf
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10.0, 3.8))
+    pinf.plot_allreduce_sizes("hgx-h200", 8, "h200_sxm", ax=a1,
+                              label="HGX H200, 8 GPUs (NVLink)")
+    pinf.plot_allreduce_sizes("l40s-x8", 2, "l40s", ax=a2, label="8x L40S, 2 GPUs (PCIe)")
+    return fig
+
+
+@book("serving_decode:fig-sd-tpot", "plot_tpot_breakdown")
+def _sd_tpot():
+    from gpulab.plotting import inference as pinf
+    tps = (1, 2, 4, 8)
+    nv = pinf.tpot_rows(SD_MODEL, "hgx-h200", tps, batch=SD_BATCH, context=SD_CONTEXT,
+                        allreduce="twoshot")
+    pc = pinf.tpot_rows(SD_MODEL, "l40s-x8", tps, batch=SD_BATCH, context=SD_CONTEXT)
+    groups = ([(f"HGX H200 TP{t}", d) for t, d in nv]
+              + [(f"8x L40S TP{t}", d) for t, d in pc])
+    fig, ax = plt.subplots(figsize=(7.0, 3.8))
+    pinf.plot_tpot_breakdown(groups, ax=ax)
+    return fig
+
+
 # --- serving_pcie ---------------------------------------------------------------------------
 def _sp_roi():
     from gpulab.inference import roi
