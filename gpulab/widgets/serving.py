@@ -31,9 +31,10 @@ class _ServingExplorer(Explorer):
         controls = {
             "model": W.Dropdown(options=list(SERVING_MODELS), value=model,
                                 description="Model", style=style, layout=w),
-            "tpot_ms": W.FloatSlider(value=tpot_ms, min=5.0, max=200.0, step=1.0,
-                                     description="TPOT target [ms]", style=style,
-                                     layout=W.Layout(width="360px")),
+            # whole milliseconds: a float slider's browser arithmetic sends 49.999... back
+            "tpot_ms": W.IntSlider(value=round(tpot_ms), min=5, max=200, step=1,
+                                   description="TPOT target [ms]", style=style,
+                                   layout=W.Layout(width="360px")),
             "context": W.Dropdown(options=list(SERVING_CONTEXTS), value=context,
                                   description="Context [tokens]", style=style,
                                   layout=w),
@@ -113,8 +114,9 @@ def serving_explorer(model="llama3-70b", *, tpot_ms=50.0, context=4096, prices=N
         raise ValueError(f"model must be one of {', '.join(SERVING_MODELS)}; "
                          f"got {model!r}")
     if isinstance(tpot_ms, bool) or not isinstance(tpot_ms, (int, float)) \
-            or not 5 <= tpot_ms <= 200:
-        raise ValueError(f"tpot_ms must be a number in [5, 200] ms; got {tpot_ms!r}")
+            or not 5 <= tpot_ms <= 200 or tpot_ms != round(tpot_ms):
+        raise ValueError(f"tpot_ms must be a whole number of ms in [5, 200]; "
+                         f"got {tpot_ms!r}")
     if context not in SERVING_CONTEXTS:
         raise ValueError(f"context must be one of {SERVING_CONTEXTS}; got {context!r}")
     merged = dict(roi.EXAMPLE_PRICES)

@@ -50,6 +50,7 @@ LAB_NOTEBOOKS = [
     "lab03_ring_allreduce.ipynb",
     "lab04_accept_a_server.ipynb",
     "lab05_plan_70b.ipynb",
+    "lab06_serve_70b.ipynb",
 ]
 
 #: Per lab, its explorers in notebook order: (label of the main control, how to move it,
@@ -83,6 +84,11 @@ MAIN_CONTROLS = {
                  "project_tokens=200e9)")),
         ("PP", "left", ("layout_x", "widgets.layout_explorer()")),
         ("Sequence length", "right", ("tp_x", "widgets.tp_explorer()")),
+    ],
+    "lab06_serve_70b.ipynb": [
+        ("Batch", "right", ("decode_x", "widgets.decode_explorer()")),
+        # the model, not the TPOT target: one millisecond often keeps the same best layouts
+        ("Model", "select", ("serving_x", "widgets.serving_explorer()")),
     ],
 }
 
