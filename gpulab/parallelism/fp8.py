@@ -48,8 +48,8 @@ def fp8_speedup(hidden, tp, seq_len, micro_batch, *, gpu="H200", recipe="compile
     gpu : str
         A GPU with FP8 Tensor Cores (``"H100"``, ``"H200"``, ``"B200"``).
     recipe : {"compiled", "eager"}
-        FP8's execution recipe (:func:`gpulab.parallelism.layer_efficiency`); BF16 is
-        the same under both.
+        Execution recipe of both precisions
+        (:func:`gpulab.parallelism.layer_efficiency`).
 
     Returns
     -------
