@@ -87,10 +87,17 @@ from .inference import (  # noqa: F401
     DECODE_CHART_ALLREDUCE,
     decode_chart,
 )
+from .serving import (  # noqa: F401
+    SERVING_CHART_MODELS,
+    SERVING_CHART_TPOTS_MS,
+    SERVING_CHART_CONTEXTS,
+    serving_chart,
+)
 
 #: Chart names in book order (one per explorer); ``<name>_chart`` is the builder.
 CHART_NAMES = ("scaling", "link", "pcie", "pipeline", "topology", "collective",
-               "fabric", "network", "bucket", "layout", "tp", "roi", "decode")
+               "fabric", "network", "bucket", "layout", "tp", "roi", "decode",
+               "serving")
 
 
 def charts():

@@ -74,7 +74,8 @@ from .serving import SERVING_MODELS, SERVING_CONTEXTS, serving_explorer  # noqa:
 
 #: Explorer names in book order; ``<name>_explorer`` is the factory.
 EXPLORER_NAMES = ("scaling", "link", "pcie", "pipeline", "topology", "collective",
-                  "fabric", "network", "bucket", "layout", "tp", "roi", "decode")
+                  "fabric", "network", "bucket", "layout", "tp", "roi", "decode",
+                  "serving")
 
 #: Model-layer names this package exported before they moved to gpulab.parallelism.
 _MOVED = ("bucket_allreduce_time", "tp_degree_rows", "TP_DEGREES", "roi_cluster",
