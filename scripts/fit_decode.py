@@ -23,7 +23,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
+from fitting import levenberg_marquardt  # noqa: E402
 from gpulab import specs  # noqa: E402
 from gpulab.inference.decode import (  # noqa: E402
     CONSTANTS, decode_layer_terms, decode_terms_time)
@@ -110,22 +112,6 @@ def batched(data):
     return out
 
 
-def lm(theta, res, iters=300):
-    r = res(theta)
-    cost, lam = r @ r, 1e-2
-    for _ in range(iters):
-        jac = np.array([(res(theta + e * 1e-6) - r) / 1e-6
-                        for e in np.eye(len(theta))]).T
-        a, g = jac.T @ jac, jac.T @ r
-        step = np.linalg.solve(a + lam * np.diag(np.diag(a) + 1e-12), -g)
-        r2 = res(theta + step)
-        if r2 @ r2 < cost:
-            theta, r, cost, lam = theta + step, r2, r2 @ r2, lam / 3
-        else:
-            lam *= 4
-    return theta
-
-
 def fit(data):
     t = np.array([float(r["layer_us"]) * 1e-6 for r in data])
 
@@ -139,7 +125,7 @@ def fit(data):
             if ts is not None:
                 m[idx] = decode_terms_time(ts, GPU, p, c)
         return np.log(m) - np.log(t)
-    best = min((lm(encode(s), res) for s in STARTS),
+    best = min((levenberg_marquardt(encode(s), res) for s in STARTS),
                key=lambda th: float(res(th) @ res(th)))
     return {n: float(f"{v:.4g}") for n, v in decode(best).items()}
 

@@ -34,7 +34,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
+from fitting import levenberg_marquardt  # noqa: E402
 from gpulab import specs  # noqa: E402
 from gpulab.parallelism.efficiency import (  # noqa: E402
     recipe_shard_time, shard_terms, shard_time)
@@ -114,28 +116,12 @@ def model(k, coef, recipe="compiled", precision=None, host="ahead"):
     return recipe_shard_time(terms(k), GPU, precision, recipe, coef=coef, host=host)
 
 
-def lm(theta, res, iters=300):
-    r = res(theta)
-    cost, lam = r @ r, 1e-2
-    for _ in range(iters):
-        jac = np.array([(res(theta + e * 1e-6) - r) / 1e-6
-                        for e in np.eye(len(theta))]).T
-        a, g = jac.T @ jac, jac.T @ r
-        step = np.linalg.solve(a + lam * np.diag(np.diag(a) + 1e-12), -g)
-        r2 = res(theta + step)
-        if r2 @ r2 < cost:
-            theta, r, cost, lam = theta + step, r2, r2 @ r2, lam / 3
-        else:
-            lam *= 4
-    return theta
-
-
 def fit(t, keys, names, starts, fixed=None, host="ahead"):
     def res(th):
         c = dict(fixed or {}, **dict(zip(names, np.exp(th))))
         c.update({n: 1.0 for n in BF16 + FP8 + HOST if n not in c})
         return np.array([np.log(model(k, c, host=host) / t[k]) for k in keys])
-    best = min((lm(np.log(np.array(s0)), res) for s0 in starts),
+    best = min((levenberg_marquardt(np.log(np.array(s0)), res) for s0 in starts),
                key=lambda th: float(res(th) @ res(th)))
     return dict(fixed or {}, **{n: float(f"{v:.4g}") for n, v in zip(names, np.exp(best))})
 

@@ -1,0 +1,31 @@
+"""The least-squares solver shared by the fit scripts (scripts/fitting.py)."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("fitting", ROOT / "scripts" / "fitting.py")
+fitting = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fitting)
+
+
+def test_a_line_is_fitted_exactly():
+    x = np.arange(6.0)
+    fit = fitting.levenberg_marquardt([0.0, 0.0], lambda th: th[0] + th[1] * x - (2 - 3 * x))
+    assert np.allclose(fit, [2.0, -3.0], atol=1e-6)
+
+
+def test_a_power_law_in_log_space_as_the_scripts_fit():
+    # t = a * n**b, fitted on log t from a start far away (the scripts' use)
+    n = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    t = 3e-5 * n ** 0.7
+    fit = fitting.levenberg_marquardt(
+        np.log([1e-3, 0.1]),
+        lambda th: np.log(np.exp(th[0]) * n ** th[1]) - np.log(t))
+    assert np.exp(fit[0]) == pytest.approx(3e-5, rel=1e-6)
+    assert fit[1] == pytest.approx(0.7, abs=1e-6)
+
