@@ -31,7 +31,7 @@ from pathlib import Path
 
 from booktoc import toc_docs
 from bs4 import BeautifulSoup
-from track_slides import build_tracks
+from track_slides import build_tracks, deck_page
 
 ROOT = Path(__file__).resolve().parents[1]
 MARK = "slide"
@@ -178,38 +178,8 @@ def render_deck(content, doc, images):
         else:
             body = item["html"]
         slides.append(f'<section data-kind="{item["kind"]}">{head}{body}</section>')
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<title>{esc(content["title"])} (slides)</title>
-<link rel="stylesheet" href="reveal/reveal.css">
-<link rel="stylesheet" href="reveal/theme/white.css">
-<style>{DECK_CSS}</style>
-<script>
-window.MathJax = {{
-  tex: {{ inlineMath: [["\\\\(", "\\\\)"]], displayMath: [["\\\\[", "\\\\]"]],
-          tags: "none" }},
-  options: {{ processHtmlClass: "math|reveal", ignoreHtmlClass: "tex2jax_ignore" }},
-  startup: {{ typeset: true }}
-}};
-</script>
-<script defer src="mathjax/tex-chtml.js"></script>
-</head>
-<body>
-<div class="reveal"><div class="slides">
-{chr(10).join(slides)}
-</div></div>
-<script src="reveal/reveal.js"></script>
-<script src="reveal/plugin/notes.js"></script>
-<script>
-Reveal.initialize({{ hash: true, slideNumber: "c/t", center: false, transition: "none",
-                    width: 1280, height: 800, margin: 0.04, plugins: [RevealNotes] }});
-</script>
-</body>
-</html>
-"""
+    return deck_page(f"{content['title']} (slides)", slides, css=DECK_CSS,
+                     width=1280, height=800)
 
 
 def build(html_dir, out_dir, vendor_dir, root=ROOT):

@@ -477,10 +477,14 @@ def render_track(key, pages, text, images, out_dir, root=ROOT):
             _notes("<p>One statement per chapter block:</p><ul>"
                    + "".join(f"<li>{esc(title)}: {esc(p)}</li>" for title, p in chunk)
                    + "</ul>")))
-    return _page(f"{t.title} (teaching deck)", slides)
+    return deck_page(f"{t.title} (teaching deck)", slides)
 
 
-def _page(title, slides):
+def deck_page(title, slides, *, css=None, width=WIDTH, height=HEIGHT):
+    """One reveal.js deck page (offline: reveal.js, its notes plugin and MathJax from
+    the deck folder) holding the ``<section>`` strings ``slides``; shared by the track
+    decks and the per-chapter decks of ``build_slides.py``."""
+    esc = html.escape
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -489,7 +493,7 @@ def _page(title, slides):
 <title>{esc(title)}</title>
 <link rel="stylesheet" href="reveal/reveal.css">
 <link rel="stylesheet" href="reveal/theme/white.css">
-<style>{DECK_CSS}</style>
+<style>{DECK_CSS if css is None else css}</style>
 <script>
 window.MathJax = {{
   tex: {{ inlineMath: [["\\\\(", "\\\\)"]], displayMath: [["\\\\[", "\\\\]"]],
@@ -508,7 +512,7 @@ window.MathJax = {{
 <script src="reveal/plugin/notes.js"></script>
 <script>
 Reveal.initialize({{ hash: true, slideNumber: "c/t", center: false, transition: "none",
-                    width: {WIDTH}, height: {HEIGHT}, margin: 0.04,
+                    width: {width}, height: {height}, margin: 0.04,
                     plugins: [RevealNotes] }});
 </script>
 </body>
