@@ -4,8 +4,8 @@ Three data files in ``gpulab/data`` hold what the instructor guide, the claims a
 and the notation page show, so that no timing, verdict or translation is typed into a
 page:
 
-* ``course_tracks.yaml``: the half-day and one-day tracks, an agenda of timed items
-  (chapter sections to run and to skip, lab parts, breaks, discussion prompts with
+* ``course_tracks.yaml``: the half-day, one-day and serving tracks, an agenda of timed
+  items (chapter sections to run and to skip, lab parts, breaks, discussion prompts with
   their talking points), and the assumed rates at which :func:`lab_estimate` turns a
   lab part's measured size (answers, prose, code to write) into minutes;
 * ``article_claims.yaml``: every numbered claim of the source article with its verdict
@@ -29,8 +29,9 @@ from pathlib import Path
 
 import yaml
 
-from . import collectives, links, measurements, specs, units
+from . import collectives, inference, links, measurements, specs, units
 from ._validate import check_choice
+from .inference import kv, published, roi
 from .parallelism import model, model_state_bytes, parameter_count, slowdown, speedup
 from .parallelism import activation_memory_per_layer, bubble_fraction, tp_allreduce_count
 from .pcie import effective_bandwidth, encoded_bandwidth, raw_bandwidth
@@ -155,7 +156,7 @@ def _tracks():
 
 
 def track_names():
-    """Keys of the tracks (``["half-day", "one-day"]``)."""
+    """Keys of the tracks (``["half-day", "one-day", "serving"]``)."""
     return list(_tracks())
 
 
@@ -621,7 +622,9 @@ def evidence_values():
     Every value comes from the ``gpulab`` models and data (bandwidths in GB/s of
     1e9 bytes, per direction unless the name says ``bidir``; times in the unit the
     name ends with). The article's own numbers, which some values compare against,
-    are in ``article_claims.yaml`` under ``article_numbers``.
+    are in ``article_claims.yaml`` under ``article_numbers``. The ``srv_*`` values are
+    the serving track's: the serving chapters' worked example, from
+    :mod:`gpulab.inference`.
 
     >>> round(evidence_values()["busbw_factor_8"], 2)
     1.75
@@ -718,7 +721,87 @@ def evidence_values():
         "act_70b_mb_gb": act[a["micro_batch"]] / 1e9,
         "act_70b_mb1_gb": act[1] / 1e9,
     }
+    v.update(_serving_values())
     return v
+
+
+#: The serving chapters' worked example (book/serving_decode.md, serving_pcie.md):
+#: Llama 3 70B in BF16, batch 32, 8192 tokens of context; layouts at a 50 ms TPOT target
+#: and 4096 tokens of context. Exercise values, not hardware data.
+_SERVING = {"model": "llama3-70b", "batch": 32, "context": 8192,
+            "tpot_target_s": 0.050, "buy_context": 4096, "prompt": 8192}
+
+
+def _serving_values():
+    """The serving track's quantities (``srv_*``), from :mod:`gpulab.inference`."""
+    s = _SERVING
+    m = model(s["model"])
+
+    def step(system, tp, **kw):
+        return inference.decode_step(s["model"], system, tp=tp, batch=s["batch"],
+                                     context=s["context"], **kw)
+    nv = {t: step("hgx-h200", t, allreduce="twoshot") for t in (2, 4, 8)}
+    pc = {t: step("l40s-x8", t) for t in (1, 2, 4, 8)}
+    msg = nv[8].message_bytes
+    ar_nccl = inference.allreduce_time(msg, 8, "hgx-h200")
+    ar_two = inference.allreduce_time(msg, 8, "hgx-h200", algorithm="twoshot")
+    best = {n: roi.best_layout(s["model"], n, tpot_target=s["tpot_target_s"],
+                               context=s["buy_context"]) for n in roi.SYSTEMS}
+    tpd = {r["system"]: r["tokens_per_usd"] for r in roi.buying_table(
+        s["model"], roi.EXAMPLE_PRICES, tpot_target=s["tpot_target_s"],
+        context=s["buy_context"])}
+    e2e = published.end_to_end_rows()
+
+    def offline(system, name="llama2-70b"):
+        return next(r["value"] for r in e2e if r["system"] == system
+                    and r["model"] == name and r["scenario"] == "offline")
+    sxm, pcie, nvl = "NVIDIA DGX H100", "ASUSTeK ESC8000A-E12", "HPE ProLiant DL380a Gen11"
+    kv_token = kv.model_kv_bytes_per_token(s["model"])
+    kv_prompt = kv_token * s["prompt"]                     # BF16 cache, as the chapter
+    prefill = inference.prefill_time(s["model"], "hgx-h200", tp=8, prompt=s["prompt"],
+                                     precision="fp8").ttft
+    cx7 = specs.nic("ConnectX-7").line_rate.bytes_per_s    # per direction
+
+    def kv_share(bandwidth):
+        return 100 * kv.ttft_share(kv.kv_transfer_time(kv_prompt, bandwidth), prefill)
+    return {
+        "srv_batch": s["batch"],
+        "srv_context": s["context"],
+        "srv_layers": m.layers,
+        "srv_msg_kib": msg / units.KiB,
+        "srv_n_ar": 2 * m.layers,
+        "srv_ar_nccl_us": ar_nccl / units.US,
+        "srv_ar_two_us": ar_two / units.US,
+        "srv_ar_nccl_over_two": ar_nccl / ar_two,
+        "srv_nv_share2_pct": 100 * nv[2].comm_share,
+        "srv_nv_share8_pct": 100 * nv[8].comm_share,
+        "srv_nv_tpot4_ms": nv[4].tpot * 1e3,
+        "srv_nv_tpot8_ms": nv[8].tpot * 1e3,
+        "srv_nv_tok4": nv[4].tokens_per_s_per_gpu,
+        "srv_nv_tok8": nv[8].tokens_per_s_per_gpu,
+        "srv_pc_fit_tp": min(t for t, d in pc.items() if d.fits_memory),
+        "srv_pc_share8_pct": 100 * pc[8].comm_share,
+        "srv_pc_tpot8_ms": pc[8].tpot * 1e3,
+        "srv_kv_kib_per_token": kv_token / units.KiB,
+        "srv_prompt": s["prompt"],
+        "srv_kv_prompt_gb": kv_prompt / units.GB,
+        "srv_prefill_ms": prefill * 1e3,
+        "srv_kv_rdma8_pct": kv_share(8 * cx7),
+        "srv_kv_nic1_pct": kv_share(cx7),
+        "srv_target_ms": s["tpot_target_s"] * 1e3,
+        "srv_best_hgx": best["hgx-h200"].label,
+        "srv_best_pcie": best["h100-pcie"].label,
+        "srv_best_hgx_over_pcie": (best["hgx-h200"].tokens_per_s_per_gpu
+                                   / best["h100-pcie"].tokens_per_s_per_gpu),
+        "srv_price_nvl": roi.EXAMPLE_PRICES["dgx-h100"],
+        "srv_price_pcie": roi.EXAMPLE_PRICES["h100-pcie"],
+        "srv_tpd_dgx_over_pcie": tpd["dgx-h100"] / tpd["h100-pcie"],
+        "srv_breakeven_pcie_price": (roi.EXAMPLE_PRICES["h100-pcie"] * tpd["h100-pcie"]
+                                     / tpd["dgx-h100"]),
+        "srv_tp_excess": ((offline(sxm) / offline(pcie))
+                          / (offline(sxm, "gptj-6b") / offline(pcie, "gptj-6b"))),
+        "srv_pcie8_over_nvl4": offline(pcie) / offline(nvl),
+    }
 
 
 def evidence_text(claim_or_id):

@@ -1,10 +1,11 @@
-"""One teaching deck per track (half-day, one-day), built by ``make slides`` with the
+"""One teaching deck per track (half-day, one-day, serving), built by ``make slides`` with the
 per-chapter decks (``scripts/build_slides.py`` calls :func:`build_tracks`).
 
 The agenda comes from ``gpulab/data/course_tracks.yaml`` (:mod:`gpulab.course`); the
 slide content from the built chapter pages, cut out of the sections each chapter block
 runs: its figures, key equations and takeaway boxes (the per-chapter marks, see
-``build_slides.py``), its "What the source article gets wrong" boxes, and one quick check
+``build_slides.py``; an equation that ``track_slides.yaml`` gives symbols for counts as
+marked), its "What the source article gets wrong" boxes, and one quick check
 of the chapter put to the vote. Titles, figure crops and the symbols of each equation come
 from ``book/instructor/track_slides.yaml``.
 
@@ -26,6 +27,7 @@ the chapter decks.
 """
 from __future__ import annotations
 
+import functools
 import html
 import re
 import shutil
@@ -91,6 +93,15 @@ def load_text(path=SLIDE_TEXT):
     return data
 
 
+@functools.lru_cache(maxsize=1)
+def listed_equations():
+    """The ids of the equations ``track_slides.yaml`` gives symbols for
+    (``equation-<label>``): a track deck shows them even where the chapter does not mark
+    the equation for slides."""
+    return frozenset("equation-" + k.removeprefix("equation-")
+                     for k in load_text()["equations"])
+
+
 # --- what a chapter block shows -----------------------------------------------------
 def _clean(el):
     for a in el.select("a.headerlink, span.eqno"):
@@ -146,7 +157,8 @@ def section_items(soup, label):
                           "img": img["src"] if img else "",
                           "caption": ((num.get_text(strip=True) + " ") if num else "")
                           + (_plain(cap) if cap else "")})
-        elif el.name == "div" and "math" in classes and "slide" in classes:
+        elif el.name == "div" and "math" in classes and (
+                "slide" in classes or el.get("id", "") in listed_equations()):
             eq = _clean(BeautifulSoup(str(el), "html.parser").div)
             items.append({"kind": "equation", "id": el.get("id", ""), "html": str(eq)})
         elif el.name == "div" and "admonition" in classes and "slide" in classes:
@@ -306,7 +318,22 @@ def _figure_slides(item, title, text, images, out_dir, notes):
     return slides
 
 
-def _chapter_slides(block, pages, text, images, out_dir, headlines_seen):
+def per_block(value, occurrence):
+    """A ``track_slides.yaml`` entry for one block of a chapter: a list gives one value per
+    block of that chapter in the track, in agenda order (the last one repeats); a single
+    value serves every block.
+
+    >>> per_block([2, 1], 1), per_block(3, 1), per_block(["a"], 2)
+    (1, 3, 'a')
+    """
+    if isinstance(value, list):
+        return value[min(occurrence, len(value) - 1)]
+    return value
+
+
+def _chapter_slides(block, pages, text, images, out_dir, headlines_seen, occurrence=0):
+    """The slides of one chapter block; ``occurrence`` counts the earlier blocks of the
+    same chapter in the track (0 for the first)."""
     it = block[0]
     soup = pages[it.doc]
     notes = _block_notes(block)
@@ -348,7 +375,13 @@ def _chapter_slides(block, pages, text, images, out_dir, headlines_seen):
                 if not symbols:
                     raise SystemExit(f"track_slides: equation {item['id']} has no "
                                      f"symbols in {SLIDE_TEXT.name}")
-                body = (f"<h2>{esc(spec.get('title', headline))}</h2>{item['html']}"
+                scale = float(spec.get("scale", 1.0))
+                if not 0.6 <= scale <= 1.0:
+                    raise SystemExit(f"track_slides: equation {item['id']}: scale must be "
+                                     f"in [0.6, 1]; got {scale}")
+                formula = (item["html"] if scale == 1.0 else
+                           f'<div style="font-size:{100 * scale:.0f}%">{item["html"]}</div>')
+                body = (f"<h2>{esc(spec.get('title', headline))}</h2>{formula}"
                         f'<p class="slide-kind">where</p><ul class="symbols">'
                         + "".join(f"<li>{esc(s)}</li>" for s in symbols) + "</ul>")
                 slides.append(_slide("equation", body, _notes(tk_notes, notes)))
@@ -362,7 +395,7 @@ def _chapter_slides(block, pages, text, images, out_dir, headlines_seen):
                     f"<p><b>The whole box:</b></p>{item['html']}", notes)))
     checks = quick_checks(soup)
     if checks:
-        pick = int(text.get("quick_check", {}).get(it.doc, 1))
+        pick = int(per_block(text.get("quick_check", {}).get(it.doc, 1), occurrence))
         qc = checks[pick - 1]
         opts = "".join(f"<li><b>({k})</b> {esc(v)}</li>" for k, v in qc["options"])
         body = (f'<p class="slide-kind">Quick check · hands up for each option</p>'
@@ -372,7 +405,7 @@ def _chapter_slides(block, pages, text, images, out_dir, headlines_seen):
                    '<p class="lead">Everyone writes a number down first.</p>'))
         slides.append(_slide("vote", f'<div class="vote">{body}</div>', _notes(
             f"<p><b>Answer (reveal after the vote):</b></p>{qc['answer']}", notes)))
-    point = text["blocks"].get(it.doc, it.title)
+    point = per_block(text["blocks"].get(it.doc, it.title), occurrence)
     slides.append(_slide("summary", f'<p class="slide-kind">Summary of the block '
                                     f'“{esc(it.title)}”</p><h2>{esc(point)}</h2><ul>'
                          + "".join(f"<li>{esc(s)}</li>" for s in statements) + "</ul>",
@@ -438,12 +471,14 @@ def render_track(key, pages, text, images, out_dir, root=ROOT):
             _notes("<p>Start is the clock time into the session; breaks included.</p>"
                    + "".join(f"<p>{s} · {m} min · {esc(it.title)}{_runs(it, root)}</p>"
                              for s, m, it in chunk))))
-    seen, points = set(), []
+    seen, points, blocks_of = set(), [], {}
     for i, (start, minutes, it) in enumerate(rows):
         block = (it, start, minutes, i + 1, total)
         nxt = rows[i + 1][2].title if i + 1 < total else "the end"
         if it.kind == "chapter":
-            s, point = _chapter_slides(block, pages, text, images, out_dir, seen)
+            s, point = _chapter_slides(block, pages, text, images, out_dir, seen,
+                                       blocks_of.get(it.doc, 0))
+            blocks_of[it.doc] = blocks_of.get(it.doc, 0) + 1
             slides += s
             points.append((it.title, point))
         elif it.kind == "lab":

@@ -61,7 +61,7 @@ def lab_parts(name):
 
 
 # --- tracks -----------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["half-day", "one-day"])
+@pytest.mark.parametrize("name", course.track_names())
 def test_track_sections_and_lab_parts_exist(name):
     for item in course.track(name).items:
         if item.kind == "chapter":
@@ -77,6 +77,26 @@ def test_track_sections_and_lab_parts_exist(name):
 
 def test_lab_part_check_can_fail():
     assert not any(h.startswith("Part Z ") for h in lab_parts("lab01_link_math"))
+
+
+def test_the_three_tracks_are_checked():
+    assert {"half-day", "one-day", "serving"} <= set(course.track_names())
+
+
+def test_lab_needs_name_sections_that_exist():
+    """Every ``chapter#label`` a lab part needs is a label of that chapter."""
+    import yaml
+
+    from gpulab import specs
+    needs = yaml.safe_load(specs.read_data_text("course_tracks.yaml"))["lab_needs"]
+    assert "lab06_serve_70b" in needs
+    for lab, parts in needs.items():
+        for part, anchors in parts.items():
+            assert any(h == part or h.startswith(part + " ") for h in lab_parts(lab)), \
+                f"labs/{lab}.ipynb has no heading '## {part}'"
+            for anchor in anchors:
+                doc, _, label = anchor.partition("#")
+                assert label in labels(chapter(doc)), f"{lab} {part}: no ({label})= in {doc}.md"
 
 
 def test_instructor_pages_are_in_the_toc():

@@ -201,6 +201,10 @@ MEASURE = """() => {
       small.push(`${el.tagName} ${px.toFixed(1)}px "${el.textContent.trim().slice(0, 40)}"`);
     if (r.left < box.left - 1 || r.top < box.top - 1 || r.right > box.right + 1 || r.bottom > box.bottom + 1)
       outside.push(`${el.tagName} "${(el.textContent || el.getAttribute('src') || '').trim().slice(0, 40)}" ${Math.round(r.bottom - box.bottom)}px below, ${Math.round(r.right - box.right)}px right`);
+    // a display formula wider than its box spills over the slide's edge, where the
+    // boxes of its own parts are not measured
+    if (el.tagName === 'MJX-CONTAINER' && el.scrollWidth > el.clientWidth + 1)
+      outside.push(`formula ${Math.round(el.scrollWidth - el.clientWidth)}px wider than the slide`);
   }
   // figures: on-screen size over the image's own size (the book shows it at most at 1x)
   const figs = Array.from(s.querySelectorAll('img[data-figure]')).map(im => (im.closest('.crop')

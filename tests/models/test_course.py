@@ -21,7 +21,12 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 # --- tracks -----------------------------------------------------------------------
-TRACKS = ["half-day", "one-day"]
+TRACKS = ["half-day", "one-day", "serving"]
+#: The tracks built around accepting a server (Lab 4); the serving track is built around
+#: Lab 6.
+TRAINING_TRACKS = ["half-day", "one-day"]
+#: The part of the book the serving track teaches and the one-day track leaves out.
+SERVING_PART = "Serving across GPUs"
 #: Labels are lowercase words joined by '-' (``nvlink-3-vs-4``, ``wi-article-box``).
 RAW_LABEL = re.compile(r"\b[a-z0-9]+(?:-[a-z0-9]+)+\b")
 
@@ -31,7 +36,8 @@ def _visible(html_text):
     return html.unescape(re.sub(r"<[^>]+>", "", html_text))
 
 
-@pytest.mark.parametrize("name,hours", [("half-day", 3.5), ("one-day", 6.5)])
+@pytest.mark.parametrize("name,hours", [("half-day", 3.5), ("one-day", 6.5),
+                                        ("serving", 3.5)])
 def test_track_leaves_ten_percent_slack(name, hours):
     """3.5 h and 6.5 h sessions, breaks included, of which at least 10% is unplanned."""
     t = course.track(name)
@@ -135,28 +141,56 @@ def test_raw_label_check_can_fail():
     assert set(RAW_LABEL.findall(_visible(page))) == {"wi-article-box"}
 
 
-#: Parts of the book that no track teaches yet: the serving part has no track block (its
-#: chapters are read after the training course); a new part must be added here or taught.
-UNTRACKED_PARTS = ("Serving across GPUs",)
-
-
-def test_one_day_has_every_chapter_of_the_book():
+def book_chapters():
+    """``{chapter file name: part caption}`` of every chapter in the table of contents."""
     from instructor_kit import NON_CHAPTER_PARTS, toc
-    main = {d.removeprefix("book/") for d, c in toc()
-            if c is not None and c not in NON_CHAPTER_PARTS and c not in UNTRACKED_PARTS}
-    assert "scale_out" in main and "nvlink" in main
-    assert all(any(c == p for _, c in toc()) for p in UNTRACKED_PARTS)   # no stale name
-    docs = {it.doc for it in course.track("one-day").items if it.kind == "chapter"}
-    assert main <= docs, f"one-day track misses {sorted(main - docs)}"
+    return {d.removeprefix("book/"): c for d, c in toc()
+            if c is not None and c not in NON_CHAPTER_PARTS}
+
+
+def track_docs(name):
+    return {it.doc for it in course.track(name).items if it.kind == "chapter"}
+
+
+def untaught(chapters, tracks):
+    """The chapters no track of ``tracks`` (``{name: chapter file names}``) teaches."""
+    return sorted(set(chapters) - set().union(*tracks.values()))
+
+
+def test_every_chapter_of_the_book_is_in_some_track():
+    chapters = book_chapters()
+    assert {"scale_out", "nvlink", "serving_decode", "serving_pcie"} <= set(chapters)
+    missing = untaught(chapters, {n: track_docs(n) for n in course.track_names()})
+    assert not missing, f"no track teaches {missing}"
+
+
+def test_untaught_chapter_check_can_fail():
+    chapters = dict(book_chapters(), serving_new=SERVING_PART)
+    tracks = {n: track_docs(n) for n in course.track_names()}
+    assert untaught(chapters, tracks) == ["serving_new"]
+    assert "serving_pcie" in untaught(book_chapters(), dict(tracks, serving=set()))
+
+
+def test_one_day_has_every_training_chapter_and_serving_every_serving_one():
+    chapters = book_chapters()
+    assert SERVING_PART in chapters.values()                          # no stale name
+    training = {d for d, c in chapters.items() if c != SERVING_PART}
+    serving = {d for d, c in chapters.items() if c == SERVING_PART}
+    assert "scale_out" in training and "serving_decode" in serving
+    assert training <= track_docs("one-day"), \
+        f"one-day track misses {sorted(training - track_docs('one-day'))}"
+    assert serving <= track_docs("serving"), \
+        f"serving track misses {sorted(serving - track_docs('serving'))}"
+    # the full day is full: it points to the serving track instead of teaching it
+    wrap_up = course.track("one-day").items[-1]
+    assert wrap_up.kind == "assessment" and "serving track" in wrap_up.title
 
 
 def test_one_day_covers_more_chapters_than_half_day():
-    def docs(name):
-        return {it.doc for it in course.track(name).items if it.kind == "chapter"}
-    assert docs("half-day") < docs("one-day")
+    assert track_docs("half-day") < track_docs("one-day")
 
 
-@pytest.mark.parametrize("name", TRACKS)
+@pytest.mark.parametrize("name", TRAINING_TRACKS)
 def test_both_tracks_are_built_around_acceptance(name):
     """Lab 4's acceptance parts, broken server included, in both tracks; the cluster part
     after the scale-out chapter in the one-day; a lab after lunch."""
@@ -172,6 +206,19 @@ def test_both_tracks_are_built_around_acceptance(name):
         assert any(cluster[0].matches(p) for p in runs)
         lunch = next(i for i, it in enumerate(items) if it.title == "Lunch")
         assert any(it.kind == "lab" for it in items[lunch:])
+
+
+def test_serving_track_is_built_around_lab6():
+    """Every part of Lab 6 in the room, each after the serving sections it needs; no
+    training lab; the welcome and the wrap-up ask the serving questions."""
+    items = course.track("serving").items
+    labs = [it for it in items if it.kind == "lab"]
+    assert {it.doc for it in labs} == {"lab06_serve_70b"}
+    runs = [p for it in labs for p in it.run]
+    assert sorted(runs) == [f"Part {c}" for c in "ABCDE"]
+    assert set(course.lab_needs("lab06_serve_70b")) == set(runs)
+    first, last = items[0].title, items[-1].title
+    assert "11" in first and "12" in first and "11" in last and "12" in last
 
 
 @pytest.mark.parametrize("name", TRACKS)
