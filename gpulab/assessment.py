@@ -1,6 +1,7 @@
 """The instructor's pre- and post-assessment: its questions' inputs, answers and poll.
 
-The assessment page (``book/instructor/assessment.md``) asks ten questions. Their
+The assessment page (``book/instructor/assessment.md``) asks twelve questions (1-10 on
+training and links, 11 and 12 on serving). Their
 inputs are exercise values, chosen so that no question repeats the numbers of a lab
 exercise (a post-test should measure a skill, not the recall of a lab's answer); the
 answers are computed here from the same models and data the chapters use, and glued
@@ -14,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import collectives, links, specs, units
+from . import collectives, inference, links, specs, units
 from .course import evidence_values
+from .inference import kv
 from .parallelism import model, model_state_bytes, parameter_count, tp_allreduce_count
 
 __all__ = ["INPUTS", "LETTERS", "PollItem", "answers", "poll", "poll_item", "score"]
@@ -29,6 +31,8 @@ INPUTS = {
     4: {"nic": "ConnectX-8", "nvlink_generation": 5},  # one 800 Gb/s NIC per GPU
     7: {"layers": 80, "tp": 8},
     10: {"tp": 8, "model": "70b", "gpu": "H100"},
+    11: {"model": "llama3-70b", "batch": 64, "tp": 4, "tp_more": 8},   # BF16 decode
+    12: {"model": "llama3-70b", "prompt_tokens": 16384},            # BF16 KV cache
 }
 #: Option letters of the poll.
 LETTERS = ("a", "b", "c", "d")
@@ -116,6 +120,33 @@ def answers():
     out["q10_per_gpu_gb"] = p * per_param / tp / 1e9
     out["q10_per_gpu_zero_gb"] = p * zero_paper / tp / 1e9
     out["q10_weights_per_gpu_gb"] = p * 2 / tp / 1e9
+    # Q11: the TP all-reduce of a decode step (BF16 activations), at two TP degrees
+    q = INPUTS[11]
+    m11 = model(q["model"])
+    msg = {t: inference.decode_step(q["model"], "hgx-h200", tp=t, batch=q["batch"],
+                                    context=m11.seq_len).message_bytes
+           for t in (q["tp"], q["tp_more"])}
+    out["q11_hidden"] = m11.hidden
+    out["q11_batch"] = q["batch"]
+    out["q11_tp"] = q["tp"]
+    out["q11_tp_more"] = q["tp_more"]
+    out["q11_kib"] = msg[q["tp"]] / units.KiB
+    out["q11_kib_more"] = msg[q["tp_more"]] / units.KiB
+    out["q11_layers"] = m11.layers
+    out["q11_per_step"] = 2 * m11.layers
+    # Q12: the KV cache a prefill server ships for one prompt (BF16)
+    q = INPUTS[12]
+    m12 = model(q["model"])
+    per_token = kv.model_kv_bytes_per_token(q["model"])
+    out["q12_layers"] = m12.layers
+    out["q12_kv_heads"] = m12.kv_heads
+    out["q12_heads"] = m12.heads
+    out["q12_head_dim"] = inference.HEAD_DIM
+    out["q12_prompt"] = q["prompt_tokens"]
+    out["q12_kib_per_token"] = per_token / units.KiB
+    out["q12_gb"] = per_token * q["prompt_tokens"] / units.GB
+    out["q12_gib"] = per_token * q["prompt_tokens"] / units.GiB
+    out["q12_all_heads_gb"] = out["q12_gb"] * m12.heads / m12.kv_heads
     return out
 
 
@@ -141,7 +172,7 @@ def _choice(number, title, stem, options, right, slips):
 
 
 def poll():
-    """The ten questions as four-option poll items (a tuple of :class:`PollItem`)."""
+    """The twelve questions as four-option poll items (a tuple of :class:`PollItem`)."""
     a = answers()
 
     def gb(x, nd=0):
@@ -260,12 +291,38 @@ def poll():
                    "the ZeRO paper's 16-bit gradients"),
                   (a["q10_weights_per_gpu_gb"], f"{a['q10_weights_per_gpu_gb']:.0f} GB: "
                    "it fits", "the BF16 weights only")]),
+        _numeric(11, "The decode all-reduce",
+                 f"Llama 3 70B (hidden size {a['q11_hidden']}) decodes a batch of "
+                 f"{a['q11_batch']} sequences at TP {a['q11_tp']}, activations in BF16. "
+                 "How many KiB is one tensor-parallel all-reduce of a decode step?",
+                 "b",
+                 (a["q11_kib"], f"{a['q11_kib']:.0f} KiB"),
+                 [(a["q11_kib"] / a["q11_tp"], f"{a['q11_kib'] / a['q11_tp']:.0f} KiB",
+                   "divided by the TP degree: each rank holds a partial sum of the whole "
+                   "activation, not a share of it"),
+                  (a["q11_kib"] / 2, f"{a['q11_kib'] / 2:.0f} KiB",
+                   "one byte per BF16 element"),
+                  (2 * a["q11_kib"], f"{2 * a['q11_kib']:.0f} KiB",
+                   "the layer's two all-reduces added into one")]),
+        _numeric(12, "Shipping the KV cache",
+                 f"A prefill server hands a {a['q12_prompt']}-token Llama 3 70B prompt to a "
+                 f"decode server: {a['q12_layers']} layers, {a['q12_kv_heads']} KV heads of "
+                 f"{a['q12_head_dim']}, BF16 cache. How many GB (10⁹ bytes) of KV cache "
+                 "cross between them?",
+                 "c",
+                 (a["q12_gb"], f"{a['q12_gb']:.2f} GB"),
+                 [(a["q12_gb"] / 2, f"{a['q12_gb'] / 2:.2f} GB",
+                   "keys only: the values are cached too"),
+                  (a["q12_gib"], f"{a['q12_gib']:.2f} GB", "the size in GiB written as GB"),
+                  (a["q12_all_heads_gb"], f"{a['q12_all_heads_gb']:.1f} GB",
+                   f"all {a['q12_heads']} attention heads cached instead of the "
+                   f"{a['q12_kv_heads']} KV heads")]),
     ]
     return tuple(items)
 
 
 def poll_item(number):
-    """The :class:`PollItem` of question ``number`` (1 to 10)."""
+    """The :class:`PollItem` of question ``number`` (1 to 12)."""
     items = {p.number: p for p in poll()}
     if isinstance(number, bool) or number not in items:
         raise ValueError(f"number must be a question number 1-{len(items)}; got {number!r}")
@@ -279,7 +336,7 @@ def score(letters):
     question scores 0.
 
     >>> score({p.number: p.right for p in poll()})
-    10
+    12
     """
     if not isinstance(letters, dict):
         raise ValueError(f"letters must be a dict {{question number: letter}}; got {letters!r}")

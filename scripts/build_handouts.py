@@ -122,7 +122,7 @@ def products(build, built):
     out["instructor-pack"] = {
         "title": BOOK_TITLE, "subtitle": "Instructor pack", "built": built,
         "cover_html": cover_html(BOOK_TITLE, "Instructor pack", built,
-                                 "<p>The agenda of both tracks with talking points, the "
+                                 "<p>The agenda of every track with talking points, the "
                                  "answer key of every lab, the assessment with its "
                                  "scoring guide and the misconception vote cards.</p>",
                                  "For instructors: contains every answer."),

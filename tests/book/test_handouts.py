@@ -25,6 +25,7 @@ HTML = BUILD / "html"
 PAGE_RANGES = {
     "handout-half-day": (20, 60),
     "handout-one-day": (60, 160),
+    "handout-serving": (12, 40),
     "instructor-pack": (15, 50),
     "cheatsheet": (1, 1),
 }
@@ -54,9 +55,15 @@ def page_texts(name):
 
 def words(text):
     """Whitespace-normalised text, ligatures (ﬀ, ﬁ) as letters, typographic quotes as
-    ASCII."""
+    ASCII; a line broken after a hyphen ("All-" / "Reduce") joined again."""
     text = unicodedata.normalize("NFKC", text).replace("\u00ad", "").replace("\u2019", "'").replace("\u2018", "'")
+    text = re.sub(r"(?<=\w)-[ \t]*\n\s*(?=\w)", "-", text)
     return " ".join(text.split())
+
+
+def test_words_joins_a_line_broken_at_a_hyphen():
+    assert words("the TP All-\nReduce") == "the TP All-Reduce"
+    assert words("one -\n two") == "one - two"
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +72,14 @@ def index(skip_or_fail):
     if not path.is_file() or not all((OUT / f"{p}.pdf").is_file() for p in PRODUCTS):
         skip_or_fail("print products not built: run `make handouts`")
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_every_track_has_a_handout_with_a_page_range():
+    """A track added to course_tracks.yaml gets a handout (build_handouts.py makes one per
+    track) and needs its page range here."""
+    assert HANDOUTS and set(HANDOUTS) <= set(PAGE_RANGES)
+    assert "handout-serving" in HANDOUTS
+    assert set(PRODUCTS) - set(HANDOUTS) == {"instructor-pack", "cheatsheet"}
 
 
 @pytest.mark.parametrize("name", PRODUCTS)

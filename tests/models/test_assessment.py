@@ -51,11 +51,21 @@ def test_answers_recomputed_by_hand():
     assert a["q10_bytes_per_param"] == 18
     assert a["q10_per_gpu_gb"] == pytest.approx(parameter_count("70b") * 18 / 8 / 1e9)
     assert a["q10_per_gpu_gb"] > a["q10_hbm_gb"]
+    # Q11: batch x hidden x 2 bytes (BF16), whatever the TP degree; two per layer
+    q11 = assessment.INPUTS[11]
+    assert a["q11_kib"] == pytest.approx(q11["batch"] * 8192 * 2 / 2 ** 10) == 1024
+    assert a["q11_kib_more"] == a["q11_kib"] and a["q11_per_step"] == 2 * 80
+    # Q12: keys and values x 80 layers x 8 KV heads x 128 x 2 bytes, per prompt token
+    per_token = 2 * 80 * 8 * 128 * 2
+    assert a["q12_kib_per_token"] * 2 ** 10 == per_token
+    assert a["q12_gb"] == pytest.approx(per_token * assessment.INPUTS[12]["prompt_tokens"] / 1e9)
+    assert a["q12_gib"] == pytest.approx(a["q12_gb"] * 1e9 / 2 ** 30)
 
 
 @pytest.mark.parametrize("number, key", [(1, "q1_dir"), (2, "q2_busbw"), (3, "q3_gb"),
                                          (4, "q4_nic_dir"), (7, "q7_total"),
-                                         (10, "q10_per_gpu_gb")])
+                                         (10, "q10_per_gpu_gb"), (11, "q11_kib"),
+                                         (12, "q12_gb")])
 def test_poll_right_option_is_the_computed_answer(number, key):
     p = assessment.poll_item(number)
     value = assessment.answers()[key]
@@ -70,7 +80,7 @@ def test_poll_right_option_is_the_computed_answer(number, key):
 
 def test_poll_items_are_well_formed():
     items = assessment.poll()
-    assert [p.number for p in items] == list(range(1, 11))
+    assert [p.number for p in items] == list(range(1, 13))
     for p in items:
         assert len(p.options) == 4 and len(set(p.options)) == 4, p.number
         assert p.right in assessment.LETTERS
@@ -84,14 +94,14 @@ def test_poll_items_are_well_formed():
 
 def test_score_and_its_errors():
     key = {p.number: p.right for p in assessment.poll()}
-    assert assessment.score(key) == 10
+    assert assessment.score(key) == 12
     wrong = {k: next(x for x in assessment.LETTERS if x != v) for k, v in key.items()}
     assert assessment.score(wrong) == 0
     assert assessment.score({1: key[1]}) == 1
     with pytest.raises(ValueError, match="letters"):
         assessment.score({1: "e"})
     with pytest.raises(ValueError, match="number"):
-        assessment.score({11: "a"})
+        assessment.score({13: "a"})
     with pytest.raises(ValueError, match="number"):
         assessment.poll_item(0)
 
