@@ -53,6 +53,16 @@ def _has_nvlink(system):
     return system.nvlink.generation is not None and system.nvlink.fabric != "none"
 
 
+def _nccl_transport(system, n):
+    """NCCL's transport for a ring of ``n`` GPUs inside one server: P2P over NVLink; on
+    a PCIe-only server P2P only for GPUs under a common PCIe switch (NCCL's default
+    ``PATH_PXB`` level), so a ring wider than ``nccl_pcie_p2p_max_ranks`` crosses the CPU
+    host bridge and goes through host memory (``shm``)."""
+    if _has_nvlink(system) or n <= custom_constant("nccl_pcie_p2p_max_ranks"):
+        return "p2p"
+    return "shm"
+
+
 def allreduce_time(message_bytes, n_ranks, system, *, algorithm="nccl"):
     r"""Time of one all-reduce of a decode-sized message inside one server. [s]
 
@@ -76,7 +86,11 @@ def allreduce_time(message_bytes, n_ranks, system, *, algorithm="nccl"):
     -----
     ``nccl``: :func:`gpulab.collectives.collective_time` (NCCL's ring / tree / NVLS
     choice; its small-message floor is the host's launch per call as nccl-tests sees it,
-    which stands in for the per-call floor under CUDA graphs: an assumption).
+    which stands in for the per-call floor under CUDA graphs: an assumption). On a
+    PCIe-only server NCCL uses P2P only between GPUs under a common PCIe switch (NCCL
+    ``src/graph/paths.cc``, ``ncclTopoCheckP2p``: ``PATH_PXB`` by default) and routes
+    wider rings through host memory: more than ``nccl_pcie_p2p_max_ranks`` (2, assumed)
+    ranks run the ``shm`` transport.
     The custom kernels (vLLM ``csrc/custom_all_reduce.cuh``, ``cross_device_reduce_1stage``
     and ``_2stage``; TensorRT-LLM's ONESHOT / TWOSHOT strategies) exchange flags and read
     the peers' buffers directly over P2P:
@@ -84,22 +98,29 @@ def allreduce_time(message_bytes, n_ranks, system, *, algorithm="nccl"):
     .. math::
 
         t_\mathrm{one} = t_g + 2 t_s + \frac{(n-1) S}{e B},\qquad
-        t_\mathrm{two} = t_g + 3 t_s + \frac{2 (n-1)}{n} \frac{S}{e B}
+        t_\mathrm{two} = t_g + 2 t_s + 2 t_r + \frac{2 (n-1)}{n} \frac{S}{e B}
 
     with the per-call floor :math:`t_g` under CUDA graphs, one flag barrier :math:`t_s`
-    (NVLink or PCIe), the per-direction line rate :math:`B` of one GPU into the fabric
-    (:func:`gpulab.collectives.fabric_bandwidth`: NVLink, or its PCIe link without NVLink;
-    GB = 1e9 B) and the fraction :math:`e` a rank reads at. One-shot reads every peer's
-    whole buffer (ingress grows with n); two-shot reads 1/n of each in the reduce-scatter
-    and again in the all-gather. ``t_g``, ``t_s`` are ASSUMED
+    (NVLink or PCIe), one GPU-to-GPU round trip :math:`t_r`, the per-direction line rate
+    :math:`B` of one GPU into the fabric (:func:`gpulab.collectives.fabric_bandwidth`:
+    NVLink, or its PCIe link without NVLink; GB = 1e9 B) and the fraction :math:`e` a
+    rank reads at. Both kernels have two flag barriers (one-shot: start and end;
+    two-shot: start and the barrier between its stages, the kernel's exit ending it).
+    One-shot reads every peer's whole buffer in one round (ingress grows with n).
+    Two-shot reads 1/n of each in the reduce-scatter and again in the all-gather, and
+    pays two round trips more: the all-gather's reads can start only after the middle
+    barrier, and that barrier first makes the reduce-scatter's writes visible to the
+    peers (a system-scope fence). ``t_g``, ``t_s`` are ASSUMED; ``t_r`` is the
+    p2pBandwidthLatencyTest round trip over NVLink, scaled as ``t_s`` over PCIe
     (``data/inference_assumptions.yaml``); ``e`` is our measured P2P copy fraction.
     Messages above ``max_message_bytes`` (8 MiB, vLLM's default buffer) go to NCCL, as
     in vLLM. Checked against published H200 / H100 rows
-    (``tests/models/test_inference_public.py``): one-shot within about 18% of vLLM's
-    CUDA-graph rows where vLLM runs one-shot; two-shot at 8 GPUs and 256 KiB-1 MiB is
-    2-4x faster than any published custom all-reduce: treat it as a lower bound.
-    Not modelled: the kernels run on a few thread blocks (vLLM: at most 36), which may
-    read slower than ``e B``; contention of PCIe peers on shared switch uplinks.
+    (``tests/models/test_inference_public.py``): one-shot where vLLM runs one-shot and
+    two-shot where it runs two-shot, against vLLM's CUDA-graph rows.
+    Not modelled: the kernels run on at most 36 thread blocks of 512 threads, each
+    thread with one 16-byte load per peer in flight, which on two GPUs reads slower
+    than ``e B`` (vLLM's 2-GPU rows grow by about 2/3 of it per byte); contention of
+    PCIe peers on shared switch uplinks.
     vLLM runs the custom kernels over PCIe for two GPUs only (``custom_all_reduce.py``:
     not supported on more than two PCIe-only GPUs), and so does this model: more
     ranks without NVLink raise ``ValueError``.
@@ -125,13 +146,15 @@ def allreduce_time(message_bytes, n_ranks, system, *, algorithm="nccl"):
                          f"system {system.name!r} has no NVLink: use 'nccl' or n_ranks "
                          f"<= 2, got {n}")
     if algorithm == "nccl" or s > custom_constant("max_message_bytes"):
-        return float(collectives.collective_time("all_reduce", s, n, system))
+        return float(collectives.collective_time("all_reduce", s, n, system,
+                                                 transport=_nccl_transport(system, n)))
     b = collectives.fabric_bandwidth(system).bytes_per_s * custom_constant("peer_efficiency")
     sync = custom_constant("sync_s" if _has_nvlink(system) else "sync_pcie_s")
     floor = custom_constant("graph_floor_s")
     if algorithm == "oneshot":
         return floor + 2 * sync + (n - 1) * s / b
-    return floor + 3 * sync + 2 * (n - 1) / n * s / b
+    trip = custom_constant("round_trip_s") * sync / custom_constant("sync_s")
+    return floor + 2 * sync + 2 * trip + 2 * (n - 1) / n * s / b
 
 
 def _dense_swiglu(m):
@@ -169,7 +192,8 @@ def _lm_head(m, system, t, batch, recipe):
     head = float(decode_terms_time(terms, system.gpu_spec, "bf16",
                                    decode_constants(recipe)))
     gather = 0.0 if t == 1 else float(collectives.collective_time(
-        "all_gather", batch * v * ACTIVATION_BYTES, t, system))
+        "all_gather", batch * v * ACTIVATION_BYTES, t, system,
+        transport=_nccl_transport(system, t)))
     return head, gather
 
 

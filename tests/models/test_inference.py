@@ -5,7 +5,9 @@ The decode constants are fitted on the fit rows only (scripts/fit_decode.py); th
 held-out rows (a hidden size the fit has not, and batches / contexts it has not) bound
 the error. Oracles: time grows with batch and context and falls with TP down to the
 fixed cost; it never beats bytes / spec HBM bandwidth, nor its FLOPs at peak; one-shot
-reads (n - 1) S, two-shot 2 (n - 1)/n S; TPOT adds exactly 2 L all-reduces.
+reads (n - 1) S, two-shot 2 (n - 1)/n S and two GPU round trips more; NCCL on a
+PCIe-only server leaves P2P for host memory beyond its P2P group; TPOT adds exactly
+2 L all-reduces.
 """
 from __future__ import annotations
 
@@ -180,8 +182,45 @@ def test_custom_allreduce_closed_forms():
     g, y = inference.custom_constant("graph_floor_s"), inference.custom_constant("sync_s")
     assert inference.allreduce_time(s, n, sysm, algorithm="oneshot") == \
         pytest.approx(g + 2 * y + 7 * s / b)
+    r = inference.custom_constant("round_trip_s")
     assert inference.allreduce_time(s, n, sysm, algorithm="twoshot") == \
-        pytest.approx(g + 3 * y + 2 * 7 / 8 * s / b)
+        pytest.approx(g + 2 * y + 2 * r + 2 * 7 / 8 * s / b)
+
+
+def test_two_shot_pays_two_round_trips_more_than_one_shot():
+    # same two barriers; the all-gather's dependent reads and the middle barrier's fence
+    r = inference.custom_constant("round_trip_s")
+    for n in (2, 4, 8):
+        one = inference.allreduce_time(1e-3, n, "hgx-h200", algorithm="oneshot")
+        two = inference.allreduce_time(1e-3, n, "hgx-h200", algorithm="twoshot")
+        assert two - one == pytest.approx(2 * r, rel=1e-6)
+    # over PCIe the round trip scales as the barrier does
+    yp, y = (inference.custom_constant(k) for k in ("sync_pcie_s", "sync_s"))
+    one = inference.allreduce_time(1e-3, 2, "l40s-x8", algorithm="oneshot")
+    two = inference.allreduce_time(1e-3, 2, "l40s-x8", algorithm="twoshot")
+    assert two - one == pytest.approx(2 * r * yp / y, rel=1e-6)
+
+
+def test_round_trip_is_the_audit_latency_floor_of_the_collective_model():
+    # derived, not a new number: the p2pBandwidthLatencyTest round trip of nccl_model.yaml
+    import yaml
+    floor = yaml.safe_load(specs.read_data_text("nccl_model.yaml"))["audit"]
+    assert inference.custom_constant("round_trip_s") == floor["latency_floor_s"]
+
+
+def test_nccl_on_pcie_only_servers_uses_host_memory_beyond_the_p2p_group():
+    k = inference.custom_constant("nccl_pcie_p2p_max_ranks")
+    assert k == 2
+    s = 2.0**16
+    for n in (2, 4, 8):
+        want = "p2p" if n <= k else "shm"
+        assert inference.allreduce_time(s, n, "l40s-x8") == pytest.approx(
+            collectives.collective_time("all_reduce", s, n, "l40s-x8", transport=want))
+    # host memory is slower than P2P for the same ring, and NVLink servers keep P2P
+    assert inference.allreduce_time(s, 4, "l40s-x8") > \
+        collectives.collective_time("all_reduce", s, 4, "l40s-x8")
+    assert inference.allreduce_time(s, 8, "hgx-h200") == pytest.approx(
+        collectives.collective_time("all_reduce", s, 8, "hgx-h200"))
 
 
 def test_oneshot_wins_small_twoshot_wins_large():

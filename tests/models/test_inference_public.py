@@ -77,6 +77,56 @@ def test_one_shot_against_vllm_cuda_graph_rows(system):
     assert max(abs(e) for e in errs) < 0.25
 
 
+def _vllm_two_shot_region(r):
+    """Where vLLM's kernel runs two-shot on full NVLink (csrc/custom_all_reduce.cuh):
+    4 GPUs from 512 KiB, 8 GPUs from 256 KiB (up to 2 MiB here)."""
+    n, s = r["gpus"], r["message_bytes"]
+    return s <= 2**21 and ((n == 4 and s >= 2**19) or (n == 8 and s >= 2**18))
+
+
+@pytest.mark.parametrize("system", ["h200_sxm", "h100_sxm"])
+def test_two_shot_against_vllm_cuda_graph_rows(system):
+    rows = [r for r in published.allreduce_rows()
+            if r["implementation"] == "vllm_custom" and r["system"] == system
+            and r["cuda_graph"] and _vllm_two_shot_region(r)]
+    errs = {v: [inference.allreduce_time(r["message_bytes"], r["gpus"], SYSTEM[system],
+                                         algorithm="twoshot") / (r["latency_ms"] * 1e-3) - 1
+                for r in rows if f"vllm-{v}" in r["source_id"]] for v in ("0.14", "0.24")}
+    assert len(errs["0.24"]) >= 6 and len(errs["0.14"]) >= 6
+    # vLLM 0.24, when written: mean |error| 3.3% (H200), 5.9% (H100), worst -9%. The
+    # model before it charged two-shot one barrier more instead of two round trips and
+    # was 13-26% fast here
+    assert statistics.mean(abs(e) for e in errs["0.24"]) < 0.08
+    assert max(abs(e) for e in errs["0.24"]) < 0.15
+    # vLLM 0.14 (H200: a 0.14.1 dev build whose 1 MiB row is slower than its 2 MiB
+    # row) is up to 31% (H100) and 69% (H200) slower than the model from 256 KiB on 8
+    # GPUs; the model is a lower bound there, never more than 10% slow
+    assert max(errs["0.14"]) < 0.10
+
+
+def test_nccl_on_l40s_against_nccl_tests():
+    # 2 GPUs over PCIe P2P, 4 and 8 through host memory (NCCL's PXB rule,
+    # inference.allreduce_time). When written: mean |error| 19% (2 GPUs), 24% (4 GPUs);
+    # the model that kept 4 GPUs on P2P was 35-53% fast
+    rows = _allreduce("nccl", "l40s", lambda r: r["message_bytes"] <= 2**20)
+    errs = {n: [inference.allreduce_time(r["message_bytes"], n, "l40s-x8")
+                / (r["latency_ms"] * 1e-3) - 1 for r in rows if r["gpus"] == n]
+            for n in (2, 4, 8)}
+    for n in (2, 4):
+        assert len(errs[n]) >= 6
+        assert statistics.mean(abs(e) for e in errs[n]) < 0.30
+        assert max(abs(e) for e in errs[n]) < 0.50
+    # 8 GPUs: the latency-bound 8 KiB row within 25% (host-memory hops), but from
+    # 32 KiB the rows are 2-4x slower than the model (median -65% when written): a gap
+    # the model leaves open, its host-memory constants come from 2 GPUs each on its own
+    # PCIe link, and the rows' host is not described
+    (small,) = [inference.allreduce_time(r["message_bytes"], 8, "l40s-x8")
+                / (r["latency_ms"] * 1e-3) - 1 for r in rows
+                if r["gpus"] == 8 and r["message_bytes"] == 8 * 1024]
+    assert abs(small) < 0.25
+    assert statistics.median(errs[8]) < -0.4
+
+
 @pytest.mark.parametrize("system", ["h200_sxm", "h100_sxm"])
 def test_nccl_decode_sizes_against_nccl_tests(system):
     rows = _allreduce("nccl", system, lambda r: r["message_bytes"] <= 2**20)
