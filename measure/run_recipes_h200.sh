@@ -6,8 +6,9 @@
 #   bash measure/run_recipes_h200.sh static [SECONDS] [KINDS]  # static compiles, check grid
 #   bash measure/run_recipes_h200.sh queued [SECONDS]  # static compiles, check + small grids,
 #        compile caches warmed by parallel processes first, synced and queued timings
-#   bash measure/run_recipes_h200.sh queued-grid [SECONDS] [TIMED_SECONDS]
-#        the same for the fit and holdout grids of Llama layers (FP8 tensorwise, BF16)
+#   bash measure/run_recipes_h200.sh queued-grid [SECONDS] [TIMED_SECONDS] [RECIPES]
+#        the same for the fit and holdout grids of Llama layers (RECIPES, comma-separated:
+#        fp8-tensorwise,bf16-compiled by default; fp8-rowwise for the rowwise variant)
 #
 # KIND: llama or gpt. Rows go to $OUT/recipes_KIND.csv, progress to $OUT/recipes_KIND.err,
 # versions and clocks to $OUT/versions_KIND.txt. NVLink multicast stays off.
@@ -65,8 +66,9 @@ if [ "$kind" = queued ]; then
 elif [ "$kind" = queued-grid ]; then
   # the fit and holdout grids (less the check and small shapes) of Llama layers under
   # static compiles, tensorwise FP8 then BF16; caches warmed as for "queued".
+  grid_recipes=${4:-fp8-tensorwise,bf16-compiled}
   pids=""
-  for r in fp8-tensorwise bf16-compiled; do
+  for r in ${grid_recipes//,/ }; do
     for i in 0 1 2 3 4 5 6 7; do
       python3 "$here/layer_recipes.py" --kind llama --recipe "$r" --grid fit,holdout \
         --static --shard "$i/8" --reps 1 --target-ms 0 --queue-ms 0 --deadline "${per}" \
@@ -76,7 +78,7 @@ elif [ "$kind" = queued-grid ]; then
   done
   wait $pids
   echo "warm-up done at $(date -u +%T)"; grep -c FAILED "$OUT/warm.err"
-  for r in fp8-tensorwise bf16-compiled; do
+  for r in ${grid_recipes//,/ }; do
     python3 "$here/layer_recipes.py" --kind llama --recipe "$r" --grid fit,holdout \
       --static --skip-grid check,small --output "$OUT/recipes_queued.csv" \
       --deadline "${3:-170}" 2>> "$OUT/recipes_queued.err"

@@ -15,7 +15,11 @@ Levenberg-Marquardt on log time, fixed starts, best kept):
 1. ``bf16-compiled``: the BF16 GEMM speed-up over the eager fit, the scale of the
    eager fit's memory terms, a fixed cost per shard;
 2. ``fp8-tensorwise`` (with 1. fixed): the FP8 GEMM speed-up, the cast cost per
-   weight element and per activation element, the recipe's extra fixed cost.
+   weight element and per activation element, the recipe's extra fixed cost;
+3. ``fp8-rowwise`` (with 1. fixed): the same four FP8 constants again, for torchao's
+   rowwise scaling (``compiled-rowwise``), on the rowwise rows of the static runs and of
+   ``h200-x1-2026-12-02-recipes-rowwise/layer_recipes_rowwise.csv`` (the fit and
+   holdout grids, ``bash measure/run_recipes_h200.sh queued-grid 230 250 fp8-rowwise``).
 
 The eager constants (``data/layer_efficiency.yaml``) are used unchanged. Writes
 ``gpulab/data/layer_recipes.yaml`` (``--check``: exit 1 if the stored file differs
@@ -43,6 +47,8 @@ from gpulab.parallelism.efficiency import (  # noqa: E402
 
 RUN = "measurements/raw/h200-x1-2026-12-02-recipes-static"
 CSV = ROOT / "gpulab" / "data" / RUN / "layer_recipes_static.csv"
+ROWWISE = ROOT / "gpulab" / "data" / "measurements/raw/h200-x1-2026-12-02-recipes-rowwise" \
+    / "layer_recipes_rowwise.csv"
 DYNAMIC = ROOT / "gpulab" / "data" / "measurements/raw/h200-x1-2026-12-02-recipes" \
     / "layer_recipes.csv"
 OUT = ROOT / "gpulab" / "data" / "layer_recipes.yaml"
@@ -83,11 +89,13 @@ def key(r):
 
 
 def measured(column="fwd_bwd_queued_ms", path=CSV):
-    """{(kind, recipe, h, tp, s, b, ffn, kv): median seconds} of one timing column."""
+    """{(kind, recipe, h, tp, s, b, ffn, kv): median seconds} of one timing column
+    (the static runs: ``path`` and, for the default, the rowwise grid runs)."""
     times = defaultdict(list)
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            times[key(r)].append(float(r[column]) * 1e-3)
+    for p in (path, ROWWISE) if path == CSV else (path,):
+        with open(p, newline="") as f:
+            for r in csv.DictReader(f):
+                times[key(r)].append(float(r[column]) * 1e-3)
     return {k: statistics.median(v) for k, v in times.items()}
 
 
@@ -110,7 +118,9 @@ def terms(k):
                        swiglu=kind == "llama")
 
 
-def model(k, coef, recipe="compiled", precision=None, host="ahead"):
+def model(k, coef, recipe=None, precision=None, host="ahead"):
+    if recipe is None:
+        recipe = "compiled-rowwise" if k[1] == "fp8-rowwise" else "compiled"
     if precision is None:
         precision = "fp8" if k[1].startswith("fp8") else "bf16"
     return recipe_shard_time(terms(k), GPU, precision, recipe, coef=coef, host=host)
@@ -156,6 +166,11 @@ def document():
     fit8 = sorted(k for k in f8 if not held_out(k))
     c = fit(t, fit8, FP8, ([1.0, 1e-12, 1e-12, 1e-4], [1.3, 1e-11, 1e-13, 1e-5],
                            [0.8, 1e-13, 1e-11, 3e-4]), fixed=c)
+    bf16_only = {n: c[n] for n in BF16}
+    rw = [k for k in t if k[1] == "fp8-rowwise"]
+    fit_rw = sorted(k for k in rw if not held_out(k))
+    crw = fit(t, fit_rw, FP8, ([1.0, 1e-12, 1e-12, 1e-4], [1.3, 1e-11, 1e-13, 1e-5],
+                               [0.8, 1e-13, 1e-11, 3e-4]), fixed=bf16_only)
     both = [k for k in synced if k[1] in ("bf16-compiled", "fp8-tensorwise")]
     c = fit(synced, sorted(k for k in both if not held_out(k)), HOST,
             ([2e-3, 3e-3, 4.0], [1e-3, 2e-3, 8.0], [1.5e-3, 3e-3, 2.0]), fixed=c,
@@ -170,7 +185,20 @@ def document():
     doc = {"compiled": {n: {"value": c[n], "kind": "derived", "meaning": MEANING[n],
                             "source": src, "accessed": "2026-12-02"}
                         for n in BF16 + FP8 + HOST}}
-    new = errors(t, list(t), lambda k: model(k, c))
+    src_rw = (f"Derived: fitted by scripts/fit_layer_recipes.py to the queued times of the "
+              f"{len(fit_rw)} fp8-rowwise Llama rows of the fit grid in gpulab/data/{RUN}/"
+              f"layer_recipes_static.csv and gpulab/data/measurements/raw/"
+              f"h200-x1-2026-12-02-recipes-rowwise/layer_recipes_rowwise.csv (1x H200 SXM, "
+              f"torchao 0.18.0 rowwise float8, torch.compile with static shapes, "
+              f"2026-12-02), the BF16 constants of compiled/ fixed; held-out rows not used")
+    doc["compiled-rowwise"] = {
+        n: {"value": crw[n], "kind": "derived",
+            "meaning": MEANING[n].replace("recipe", "rowwise recipe", 1)
+            .replace("(the same _scaled_mm", "(rowwise-scaled _scaled_mm"),
+            "source": src_rw, "accessed": "2026-12-02"} for n in FP8}
+    c_rw = dict(c, **{n: crw[n] for n in FP8})
+    new = errors(t, list(t), lambda k: model(k, c_rw if k[1] == "fp8-rowwise" else c))
+    tw_on_rw = errors(t, rw, lambda k: model(k, c, recipe="compiled"))
     dyn = measured("fwd_bwd_ms", DYNAMIC)
     dyn8 = [k for k in dyn if k[1] == "fp8-tensorwise"]
     fits = {k for k in t if not held_out(k)}
@@ -181,8 +209,9 @@ def document():
         "bf16_compiled_held_out": by_band(rows("bf16-compiled", False)),
         "fp8_compiled_fit": by_band(rows("fp8-tensorwise", True)),
         "fp8_compiled_held_out": by_band(rows("fp8-tensorwise", False)),
-        "fp8_rowwise_runs_against_the_tensorwise_model": by_band(
-            {k: v for k, v in new.items() if k[1] == "fp8-rowwise"}),
+        "fp8_rowwise_fit": by_band(rows("fp8-rowwise", True)),
+        "fp8_rowwise_held_out": by_band(rows("fp8-rowwise", False)),
+        "fp8_rowwise_runs_against_the_tensorwise_model": by_band(tw_on_rw),
         "fp8_compiled_model_on_synced_times": by_band(errors(
             synced, f8, lambda k: model(k, c))),
         "synced_model_on_synced_times_held_out": {

@@ -69,9 +69,10 @@ from .._validate import check_choice, check_int
 PRECISIONS = ("bf16", "fp8")
 #: Execution recipes: ``"compiled"`` is what training frameworks run (torch.compile;
 #: for FP8, torchao's float8 training with tensorwise scaling, casts fused by the
-#: compiler), ``"eager"`` the naive variant (eager PyTorch; for FP8, per-call unfused
-#: ``torch._scaled_mm`` casts).
-RECIPES = ("compiled", "eager")
+#: compiler), ``"compiled-rowwise"`` the same with torchao's rowwise scaling (one scale
+#: per row of each operand; BF16 is the same as ``"compiled"``), ``"eager"`` the naive
+#: variant (eager PyTorch; for FP8, per-call unfused ``torch._scaled_mm`` casts).
+RECIPES = ("compiled", "compiled-rowwise", "eager")
 
 
 def shard_terms(hidden, tp, seq_len, micro_batch, *, qkv_out=None, ffn_hidden=None,
@@ -144,6 +145,9 @@ def shard_time(terms, gpu_spec, precision, coef=None):
 RECIPE_CONSTANTS = ("bf16_gemm_scale", "memory_scale", "fixed_s", "fp8_gemm_scale",
                     "fp8_weight_s_per_element", "fp8_activation_s_per_element",
                     "fp8_fixed_s", "host_bf16_s", "host_fp8_s", "host_exponent")
+#: The FP8 constants fitted again for rowwise scaling ("compiled-rowwise/<name>").
+ROWWISE_CONSTANTS = ("fp8_gemm_scale", "fp8_weight_s_per_element",
+                     "fp8_activation_s_per_element", "fp8_fixed_s")
 #: How the host drives a compiled shard: ``"ahead"`` (the host issues ahead of the GPU,
 #: as inside a model of many layers: the GPU's time) or ``"synced"`` (one shard timed on
 #: its own, the host issuing while the GPU runs: the host's issue time is a floor).
@@ -151,10 +155,19 @@ HOSTS = ("ahead", "synced")
 
 
 @functools.lru_cache(maxsize=None)
-def recipe_coefficients():
-    """The fitted constants of the compiled recipe (``data/layer_recipes.yaml``)."""
-    return {n: float(specs.assumption("layer_recipes", f"compiled/{n}"))
-            for n in RECIPE_CONSTANTS}
+def recipe_coefficients(recipe="compiled"):
+    """The fitted constants of a compiled recipe (``data/layer_recipes.yaml``).
+
+    ``"compiled-rowwise"``: the compiled constants with the FP8 ones
+    (``ROWWISE_CONSTANTS``) fitted to the rowwise runs.
+    """
+    check_choice("recipe", recipe, ("compiled", "compiled-rowwise"))
+    c = {n: float(specs.assumption("layer_recipes", f"compiled/{n}"))
+         for n in RECIPE_CONSTANTS}
+    if recipe == "compiled-rowwise":
+        c.update({n: float(specs.assumption("layer_recipes", f"compiled-rowwise/{n}"))
+                  for n in ROWWISE_CONSTANTS})
+    return c
 
 
 def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None, host="ahead"):
@@ -198,13 +211,18 @@ def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None, host="ahead
     runs (the host floor of a thin shard; a model of many thin layers without CUDA
     graphs is host-bound in the same way).
 
-    ``coef``: the compiled constants (default: the fitted ones).
+    ``"compiled-rowwise"``: the same equation with the FP8 constants (:math:`s_8`,
+    :math:`c_W`, :math:`c_A`, :math:`t_8`) fitted again to our runs of torchao's rowwise
+    scaling (one scale per row of each GEMM operand), which are 18-51% slower than
+    tensorwise on the same shapes; BF16 is unchanged.
+
+    ``coef``: the compiled constants (default: the fitted ones of ``recipe``).
     """
     check_choice("recipe", recipe, RECIPES)
     check_choice("host", host, HOSTS)
     if recipe == "eager":
         return shard_time(terms, gpu_spec, precision)
-    k = recipe_coefficients() if coef is None else coef
+    k = recipe_coefficients(recipe) if coef is None else coef
     cb, cp = coefficients("bf16"), coefficients(precision)
     scale = k["fp8_gemm_scale"] if precision == "fp8" else k["bf16_gemm_scale"]
     gemm = (terms["gemm_flops"] + cp["gemm_half_dim"] * terms["gemm_thin"]) \
@@ -266,7 +284,7 @@ def layer_efficiency(hidden, heads, tp, seq_len, micro_batch, *, gpu="H200",
     precision : {"bf16", "fp8"}
         Precision of the four linear layers' GEMMs. Attention, norms and activations
         stay BF16 in both.
-    recipe : {"compiled", "eager"}
+    recipe : {"compiled", "compiled-rowwise", "eager"}
         How the shard runs (:func:`recipe_shard_time`). ``"compiled"`` (default, what
         training frameworks run): torch.compile, and for FP8 torchao's float8 training
         (dynamic tensorwise scaling, casts and amax reductions fused). ``"eager"``: the
@@ -421,7 +439,7 @@ def logits_efficiency(k, n, gpu_spec, precision, recipe="compiled"):
     Transformer Engine layer), so its BF16 efficiency is expressed against the FP8 peak.
     """
     check_choice("recipe", recipe, RECIPES)
-    if precision == "fp8" and recipe == "compiled":
+    if precision == "fp8" and recipe != "eager":
         return gemm_efficiency(k, n, gpu_spec, "bf16") \
             * peak_flops(gpu_spec, "bf16") / peak_flops(gpu_spec, "fp8")
     return gemm_efficiency(k, n, gpu_spec, precision)

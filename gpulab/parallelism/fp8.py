@@ -27,6 +27,9 @@ __all__ = ["fp8_speedup", "fp8_speedup_curve", "recipe_runs", "measured_fp8_spee
 #: Our compiled-recipe runs (1x H200 SXM, PyTorch 2.11, torchao 0.18, 2026-12-02).
 RECIPE_RUNS = ("measurements/raw/h200-x1-2026-12-02-recipes-static/"
                "layer_recipes_static.csv")
+#: Our rowwise runs of the fit and holdout grids (the same machine and software).
+ROWWISE_RUNS = ("measurements/raw/h200-x1-2026-12-02-recipes-rowwise/"
+                "layer_recipes_rowwise.csv")
 #: Our eager runs of the same day (BF16 eager and torchao FP8 without compile).
 EAGER_RUNS = "measurements/raw/h200-x1-2026-12-02-recipes/layer_recipes.csv"
 #: Hidden sizes of the Llama fit grid; every other row is held out of the fits.
@@ -47,7 +50,7 @@ def fp8_speedup(hidden, tp, seq_len, micro_batch, *, gpu="H200", recipe="compile
         Tokens per micro-batch = ``seq_len * micro_batch``.
     gpu : str
         A GPU with FP8 Tensor Cores (``"H100"``, ``"H200"``, ``"B200"``).
-    recipe : {"compiled", "eager"}
+    recipe : {"compiled", "compiled-rowwise", "eager"}
         Execution recipe of both precisions
         (:func:`gpulab.parallelism.layer_efficiency`).
 
@@ -110,13 +113,15 @@ def fp8_speedup_curve(tp, micro_batch, *, seq_len=2048, gpu="H200", recipe="comp
 
 _RECIPE_NAMES = {"bf16-eager": ("bf16", "eager"), "bf16-compiled": ("bf16", "compiled"),
                  "fp8-tensorwise": ("fp8", "compiled"),
-                 "fp8-tensorwise-eager": ("fp8", None), "fp8-rowwise": ("fp8", None)}
+                 "fp8-tensorwise-eager": ("fp8", None),
+                 "fp8-rowwise": ("fp8", "compiled-rowwise")}
 
 
 @functools.lru_cache(maxsize=1)
 def _runs():
     times, meta = {}, {}
     for path, recipes, column in ((RECIPE_RUNS, _COMPILED, "fwd_bwd_queued_ms"),
+                                  (ROWWISE_RUNS, ("fp8-rowwise",), "fwd_bwd_queued_ms"),
                                   (EAGER_RUNS, ("bf16-eager", "fp8-tensorwise-eager"),
                                    "fwd_bwd_ms")):
         for r in csv.DictReader(io.StringIO(specs.read_data_text(path))):
@@ -154,8 +159,9 @@ def recipe_runs(recipe=None, *, kind=None):
     ----------
     recipe : str, optional
         One of ``"bf16-eager"``, ``"bf16-compiled"``, ``"fp8-tensorwise"`` (torchao,
-        compiled: the model's ``recipe="compiled"``), ``"fp8-rowwise"`` and
-        ``"fp8-tensorwise-eager"`` (measured, not modelled: ``model_s`` is None).
+        compiled: the model's ``recipe="compiled"``), ``"fp8-rowwise"`` (the model's
+        ``recipe="compiled-rowwise"``) and ``"fp8-tensorwise-eager"`` (measured, not
+        modelled: ``model_s`` is None).
         Default: all.
     kind : {"gpt", "llama"}, optional
         Layer kind. Default: both.

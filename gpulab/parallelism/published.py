@@ -228,9 +228,14 @@ def _check_row(r, recipe):
             notes.append("the source's per-op selective checkpointing modelled as "
                          "Megatron's selective recomputation")
         out["recompute"] = recompute
+        row_recipe = recipe
+        if recipe == "compiled" and "rowwise" in (r["recipe"] or "").lower():
+            row_recipe = "compiled-rowwise"
+            notes.append("the source's rowwise FP8 scaling modelled by the "
+                         "compiled-rowwise recipe")
         kw = dict(global_batch=r["global_batch"], micro_batch=out["micro_batch"],
                   seq_len=out["seq_len"], zero=out["zero"], sequence_parallel=tp > 1,
-                  precision=r["precision"], recipe=recipe)
+                  precision=r["precision"], recipe=row_recipe)
         lay = Layout(tp, pp, dp, vp)
         st = step_time(r["model"], system, lay, recompute=recompute, **kw)
         fits = st.fits if recompute != "none" else step_time(
@@ -255,10 +260,11 @@ def published_fp8_check(recipe="compiled"):
 
     Parameters
     ----------
-    recipe : {"compiled", "eager"}
+    recipe : {"compiled", "compiled-rowwise", "eager"}
         Execution recipe of :func:`step_time` (``"compiled"``: torch.compile, and
-        torchao float8 in FP8, as frameworks run it; ``"eager"``: the naive model,
-        unfused casts), for BF16 and FP8 rows alike.
+        torchao float8 in FP8, as frameworks run it, tensorwise scaling except on the
+        rows whose source ran rowwise scaling, which get ``"compiled-rowwise"``;
+        ``"eager"``: the naive model, unfused casts), for BF16 and FP8 rows alike.
 
     Returns
     -------
@@ -278,7 +284,7 @@ def published_fp8_check(recipe="compiled"):
     Raises
     ------
     ValueError
-        If ``recipe`` is not one of ``"compiled"``, ``"eager"``.
+        If ``recipe`` is not one of ``"compiled"``, ``"compiled-rowwise"``, ``"eager"``.
 
     Examples
     --------
@@ -316,7 +322,7 @@ def published_fp8_summary(recipe="compiled"):
 
     Parameters
     ----------
-    recipe : {"compiled", "eager"}
+    recipe : {"compiled", "compiled-rowwise", "eager"}
         As in :func:`published_fp8_check`.
 
     Returns
@@ -332,7 +338,7 @@ def published_fp8_summary(recipe="compiled"):
     Raises
     ------
     ValueError
-        If ``recipe`` is not one of ``"compiled"``, ``"eager"``.
+        If ``recipe`` is not one of ``"compiled"``, ``"compiled-rowwise"``, ``"eager"``.
 
     Examples
     --------

@@ -244,7 +244,7 @@ def roi_comparison(model, nodes, fast, slow, *, price_fast, price_slow,
         Tokens the project trains on, [1e9, 1e13].
     precision : {"bf16", "fp8"}
         As in :func:`step_time`, on both systems.
-    recipe : {"compiled", "eager"}
+    recipe : {"compiled", "compiled-rowwise", "eager"}
         As in :func:`step_time`.
 
     Returns

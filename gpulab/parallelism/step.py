@@ -258,7 +258,7 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
         Precision of the transformer layers' linear layers; sets the peak
         (``fp16_dense_flops`` or ``fp8_dense_flops``) and the efficiency curve. The
         logits layer stays BF16 under the compiled FP8 recipe.
-    recipe : {"compiled", "eager"}
+    recipe : {"compiled", "compiled-rowwise", "eager"}
         Execution recipe of :func:`layer_efficiency`: ``"compiled"`` (default, what
         frameworks run: torch.compile, FP8 as torchao float8 training with fused casts)
         or ``"eager"`` (the naive variant: eager PyTorch, unfused ``_scaled_mm`` casts).
