@@ -421,6 +421,26 @@ def test_impossible_article_numbers_stay_impossible():
     assert v["art_t1k_us"] < v["latency_floor_us"]
 
 
+def test_serving_values_against_analytic_oracles_and_the_statements_they_back():
+    """The serving track's talking points state directions (TP8 gives fewer tokens per
+    GPU, the PCIe share is larger, four NVL cards do not beat eight PCIe ones): these
+    inequalities keep the statements true if a model changes."""
+    v = course.evidence_values()
+    assert v["srv_msg_kib"] == 32 * 8192 * 2 / 2 ** 10 and v["srv_n_ar"] == 2 * 80
+    assert v["srv_kv_kib_per_token"] == 2 * 80 * 8 * 128 * 2 / 2 ** 10
+    assert v["srv_kv_prompt_gb"] == pytest.approx(v["srv_kv_kib_per_token"] * 2 ** 10
+                                                  * v["srv_prompt"] / 1e9)
+    assert v["srv_ar_nccl_over_two"] == pytest.approx(v["srv_ar_nccl_us"] / v["srv_ar_two_us"])
+    assert v["srv_ar_nccl_over_two"] > 1
+    assert v["srv_nv_tpot8_ms"] < v["srv_nv_tpot4_ms"] and v["srv_nv_tok8"] < v["srv_nv_tok4"]
+    assert v["srv_nv_share2_pct"] < v["srv_nv_share8_pct"] < v["srv_pc_share8_pct"]
+    assert v["srv_tp_excess"] > 1 and v["srv_pcie8_over_nvl4"] > 1
+    assert v["srv_kv_rdma8_pct"] < v["srv_kv_nic1_pct"]
+    assert v["srv_tpd_dgx_over_pcie"] > 1 > v["srv_breakeven_pcie_price"] / v["srv_price_pcie"]
+    assert v["srv_breakeven_pcie_price"] == pytest.approx(
+        v["srv_price_pcie"] / v["srv_tpd_dgx_over_pcie"])
+
+
 def test_claim_bad_input_names_the_parameter():
     for bad in (0, 125, True, "7", None):
         with pytest.raises(ValueError, match="claim_id"):
