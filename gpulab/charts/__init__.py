@@ -86,6 +86,11 @@ from .inference import (  # noqa: F401
     DECODE_CHART_BATCHES,
     DECODE_CHART_ALLREDUCE,
     decode_chart,
+    EP_CHART_SYSTEMS,
+    EP_CHART_KERNELS,
+    EP_CHART_SIZES,
+    EP_CHART_TOKENS,
+    ep_chart,
 )
 from .serving import (  # noqa: F401
     SERVING_CHART_MODELS,
@@ -97,7 +102,7 @@ from .serving import (  # noqa: F401
 #: Chart names in book order (one per explorer); ``<name>_chart`` is the builder.
 CHART_NAMES = ("scaling", "link", "pcie", "pipeline", "topology", "collective",
                "fabric", "network", "bucket", "layout", "tp", "roi", "decode",
-               "serving")
+               "serving", "ep")
 
 
 def charts():

@@ -49,8 +49,20 @@ from .serving import (  # noqa: F401
     decode_step,
     prefill_time,
 )
+from . import disagg, ep  # noqa: F401
+from .ep import (  # noqa: F401
+    EPFabric,
+    EPTime,
+    EPTraffic,
+    deepep_h800,
+    ep_checks,
+    ep_fabric,
+    ep_time,
+    ep_traffic,
+)
 
 __all__ = ["HEAD_DIM", "PRECISIONS", "RECIPES", "ALLREDUCE", "decode_layer_time",
            "decode_layer_terms", "bandwidth_floor", "decode_constants", "decode_checks",
            "allreduce_time", "custom_constant", "DecodeStep", "decode_step", "Prefill",
-           "prefill_time"]
+           "prefill_time", "ep", "disagg", "EPTraffic", "ep_traffic", "EPFabric",
+           "ep_fabric", "deepep_h800", "EPTime", "ep_time", "ep_checks"]

@@ -94,6 +94,10 @@ from .inference import (  # noqa: F401
     plot_decode_layers,
     plot_allreduce_sizes,
     plot_tpot_breakdown,
+    plot_ep_check,
+    plot_kv_transfer_check,
+    plot_ttft_share,
+    plot_ep_times,
 )
 from .serving import (  # noqa: F401
     SYSTEM_STYLE, plot_serving_layouts, plot_tpot_check, plot_tokens_per_dollar,
@@ -151,6 +155,10 @@ __all__ = [
     "plot_decode_layers",
     "plot_allreduce_sizes",
     "plot_tpot_breakdown",
+    "plot_ep_check",
+    "plot_kv_transfer_check",
+    "plot_ttft_share",
+    "plot_ep_times",
     "SYSTEM_STYLE", "plot_serving_layouts", "plot_tpot_check", "plot_tokens_per_dollar",
     "plot_kv_transfer",
 ]

@@ -69,13 +69,16 @@ from .inference import (  # noqa: F401
     DECODE_SYSTEMS,
     DECODE_MODELS,
     decode_explorer,
+    EP_SIZES,
+    EP_TOKENS,
+    ep_explorer,
 )
 from .serving import SERVING_MODELS, SERVING_CONTEXTS, serving_explorer  # noqa: F401
 
 #: Explorer names in book order; ``<name>_explorer`` is the factory.
 EXPLORER_NAMES = ("scaling", "link", "pcie", "pipeline", "topology", "collective",
                   "fabric", "network", "bucket", "layout", "tp", "roi", "decode",
-                  "serving")
+                  "serving", "ep")
 
 #: Model-layer names this package exported before they moved to gpulab.parallelism.
 _MOVED = ("bucket_allreduce_time", "tp_degree_rows", "TP_DEGREES", "roi_cluster",
@@ -141,4 +144,7 @@ __all__ = [
     "SERVING_MODELS",
     "SERVING_CONTEXTS",
     "serving_explorer",
+    "EP_SIZES",
+    "EP_TOKENS",
+    "ep_explorer",
 ]

@@ -1,5 +1,6 @@
-"""Explorer of the serving topic: one decode step (TPOT) split into compute and
-communication, with tokens per second.
+"""Explorers of the serving topic: one decode step (TPOT) split into compute and
+communication, with tokens per second; one expert-parallel dispatch and combine split
+into its NVLink and RDMA legs.
 
 UI only: every number comes from :func:`gpulab.inference.decode_step`; the bar is
 :func:`gpulab.plotting.inference.plot_tpot_breakdown`. Factories return the widget
@@ -118,3 +119,72 @@ def decode_explorer(model="llama3-70b", system="hgx-h200", *, tp=8, batch=32,
         if value not in options:
             raise ValueError(f"{name} must be one of {tuple(options)}; got {value!r}")
     return _DecodeExplorer(model, system, tp, batch, context, precision, allreduce)
+
+
+# --- expert parallelism -------------------------------------------------------------------
+#: EP sizes, tokens per GPU and kernels the EP explorer offers (DeepSeek-V3 shapes).
+EP_SIZES = (8, 16, 32, 64, 128, 256)
+EP_TOKENS = (1, 8, 32, 128, 512, 1024, 4096, 8192)
+
+
+class _EPExplorer(Explorer):
+    def __init__(self, system, ep, tokens, kernel):
+        style = {"description_width": "initial"}
+        controls = {
+            "system": W.Dropdown(options=list(inference.ep.EP_SYSTEMS), value=system,
+                                 description="System", style=style),
+            "kernel": W.ToggleButtons(options=list(inference.ep.KERNELS), value=kernel,
+                                      description="Kernel", style=style),
+            "ep": W.SelectionSlider(options=list(EP_SIZES), value=ep,
+                                    description="EP size", style=style),
+            "tokens": W.SelectionSlider(options=list(EP_TOKENS), value=tokens,
+                                        description="Tokens per GPU", style=style),
+        }
+        self.pair = None
+        super().__init__(controls, PNGView(figsize=(7.0, 2.0)))
+        self.view.fig.subplots_adjust(left=0.14, right=0.97, top=0.78, bottom=0.26)
+        self.update()
+
+    def _rows(self):
+        c = self.controls
+        return [(c["system"], c["kernel"]), (c["ep"], c["tokens"])]
+
+    def _update(self):
+        c = self.controls
+        self.pair = None
+        pair = inference.ep.moe_calls(c["system"].value, c["ep"].value,
+                                      c["tokens"].value, c["kernel"].value)
+        self.view.render(lambda ax: plot_inference.plot_ep_times(pair, ax=ax))
+        self.pair = pair
+        d, m = pair[0][1], pair[1][1]
+        self.summary.value = (
+            f"Dispatch <b>{d.time * 1e6:,.0f} µs</b> ({d.bottleneck}-bound: "
+            f"{d.traffic.rdma_bytes / units.MB:,.1f} MB over RDMA, "
+            f"{d.traffic.nvlink_bytes / units.MB:,.1f} MB over NVLink per GPU), "
+            f"combine <b>{m.time * 1e6:,.0f} µs</b>; "
+            f"{d.counted_bandwidth / 1e9:,.0f} and {m.counted_bandwidth / 1e9:,.0f} GB/s "
+            f"as DeepEP counts them.")
+
+    def update(self):
+        super().update()
+        if self.message.value:            # refused state: no stale bars stay up
+            self.pair = None
+            self.view.render(lambda ax: (ax.clear(), ax.set_xticks([]),
+                                         ax.set_yticks([])))
+            self.summary.value = ""
+
+
+def ep_explorer(system="hgx-h200", *, ep=32, tokens=128, kernel="low_latency_nvlink"):
+    """Time of one MoE dispatch and combine (DeepSeek-V3 shapes) on an EP group, split
+    into the fixed cost, the NVLink leg and the RDMA leg.
+
+    Controls: system (:data:`gpulab.inference.ep.EP_SYSTEMS`), kernel, EP size, tokens
+    per GPU. Calls :func:`gpulab.inference.ep.moe_calls` and
+    :func:`gpulab.plotting.inference.plot_ep_times`.
+    """
+    for name, value, options in (("system", system, inference.ep.EP_SYSTEMS),
+                                 ("ep", ep, EP_SIZES), ("tokens", tokens, EP_TOKENS),
+                                 ("kernel", kernel, inference.ep.KERNELS)):
+        if value not in options:
+            raise ValueError(f"{name} must be one of {tuple(options)}; got {value!r}")
+    return _EPExplorer(system, ep, tokens, kernel)

@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = ["why_interconnect", "nvlink", "pcie", "in_network_reduction", "nvswitch",
             "scale_out", "reading_nccl_tests", "parallel_strategies", "tensor_parallel", "nvlink_roi",
-            "serving_decode", "serving_pcie"]
+            "serving_decode", "serving_pcie", "serving_ep_disagg"]
 HTML = ROOT / "_build" / "html" / "book"
 
 QUICK_CHECK = re.compile(

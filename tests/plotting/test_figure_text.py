@@ -1393,8 +1393,28 @@ def _sp_check():
     return P.plot_tpot_check(_sp_roi().published_tpot_checks()).figure
 
 
-@book("serving_pcie:fig-sp-kv", "plot_kv_transfer")
-def _sp_kv():
+@book("serving_pcie:fig-sp-tpd", "plot_tokens_per_dollar")
+def _sp_tpd():
+    roi = _sp_roi()
+    rows = roi.buying_table("llama3-70b", roi.EXAMPLE_PRICES, tpot_target=0.05,
+                            context=4096)
+    return P.plot_tokens_per_dollar(rows).figure
+
+
+# --- serving_ep_disagg ----------------------------------------------------------------------
+@book("serving_ep_disagg:fig-se-ep-check", "plot_ep_check")
+def _se_ep_check():
+    from gpulab.inference import ep
+    rows = ep.ep_checks()
+    fig, axs = plt.subplots(1, 2, figsize=(9.0, 3.8))
+    P.plot_ep_check(rows, kernel="normal", ax=axs[0])
+    P.plot_ep_check(rows, kernel="low_latency", ax=axs[1])
+    fig.tight_layout()
+    return fig
+
+
+@book("serving_ep_disagg:fig-sp-kv", "plot_kv_transfer")
+def _se_kv():
     from gpulab import collectives, inference, specs, systems
     from gpulab.inference import kv
     kv_bytes = kv.model_kv_bytes_per_token("llama3-70b") * 8192
@@ -1408,12 +1428,36 @@ def _sp_kv():
                               prefill).figure
 
 
-@book("serving_pcie:fig-sp-tpd", "plot_tokens_per_dollar")
-def _sp_tpd():
-    roi = _sp_roi()
-    rows = roi.buying_table("llama3-70b", roi.EXAMPLE_PRICES, tpot_target=0.05,
-                            context=4096)
-    return P.plot_tokens_per_dollar(rows).figure
+@book("serving_ep_disagg:fig-se-kv-check", "plot_kv_transfer_check")
+def _se_kv_check():
+    from gpulab.inference import disagg
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    P.plot_kv_transfer_check(disagg.kv_transfer_checks(), ax=ax)
+    return fig
+
+
+@book("serving_ep_disagg:fig-se-ttft", "plot_ttft_share")
+def _se_ttft():
+    from gpulab import collectives, inference, parallelism, specs, systems
+    from gpulab.inference import disagg, kv
+    prompts = [512, 1024, 2048, 4096, 8192, 16384, 32768]
+    cx7 = specs.nic("ConnectX-7").line_rate.bytes_per_s
+    nvl = collectives.fabric_bandwidth(systems.get("hgx-h200")).bytes_per_s
+    paths = [("NVLink, same node (8 GPUs)", 8 * nvl), ("8x ConnectX-7 RDMA", 8 * cx7),
+             ("one NIC (TCP, at best)", cx7)]
+    layers = parallelism.model("llama3-70b").layers
+    pre = {p: inference.prefill_time("llama3-70b", "hgx-h200", tp=8, prompt=p,
+                                     precision="fp8").ttft for p in prompts}
+    per_token = kv.model_kv_bytes_per_token("llama3-70b")
+    curves = [(n, o, prompts,
+               [disagg.exposed_share(pre[p], kv.kv_transfer_time(per_token * p, bw),
+                                     layers=None if o == "sequential" else layers)
+                for p in prompts])
+              for n, bw in paths for o in disagg.OVERLAPS]
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    P.plot_ttft_share(curves, ax=ax)
+    return fig
+
 
 
 # --- every figure of the book ---------------------------------------------------------------

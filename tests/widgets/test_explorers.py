@@ -45,7 +45,7 @@ def test_explorers_are_factories_returning_widgets():
     # the other explorers are tested in tests/widgets/test_<topic>.py
     assert set(ex) == {"scaling", "link", "pcie", "pipeline", "topology", "collective",
                        "fabric", "network", "bucket", "layout", "tp", "roi", "decode",
-                       "serving"}
+                       "serving", "ep"}
     assert list(ex) == list(widgets.EXPLORER_NAMES)       # book order
     for name, factory in ex.items():
         w = factory()
