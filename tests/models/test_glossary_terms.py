@@ -120,7 +120,8 @@ def test_serving_symbols_carry_code_names_and_units():
         assert "$" not in t.symbol
 
 
-@pytest.mark.parametrize("label", ["eq-decode-layer", "eq-sd-custom", "eq-sp-kv"])
+@pytest.mark.parametrize("label", ["eq-decode-layer", "eq-sd-custom", "eq-sp-kv",
+                                   "eq-se-ep-bytes"])
 def test_every_subscripted_symbol_of_the_serving_equations_is_on_the_notation_page(label):
     wanted = symbols_in(equation(label))
     assert wanted
