@@ -6,7 +6,7 @@ bytes) and ships it to the decode instance. Two ways to pay for it:
 
 * ``sequential``: the whole cache moves after the prefill, TTFT = ``p + x``;
 * ``layerwise``: each layer's keys and values are sent as soon as that layer is done
-  (what Mooncake's and NIXL's connectors can do), a two-stage pipeline over ``L`` equal
+  (as vLLM-Ascend's layer-wise Mooncake connector does), a two-stage pipeline over ``L`` equal
   layers: TTFT = ``p/L + x/L + (L - 1) max(p/L, x/L)``, i.e. ``p + x/L`` when the link
   keeps up with the prefill and ``p/L + x`` when it does not.
 

@@ -65,8 +65,9 @@ from . import published
 from .serving import custom_constant
 
 __all__ = ["KERNELS", "OPERATIONS", "SCALE_BLOCK", "LL_HEADER_BYTES", "MAX_TOPK",
-           "DEEPSEEK_V3", "DEEPEP_H800", "EP_SYSTEMS", "ep_constant", "token_bytes", "expected_hits", "EPTraffic", "ep_traffic", "EPFabric",
-           "ep_fabric", "deepep_h800", "EPTime", "ep_time", "moe_calls", "ep_checks"]
+           "DEEPSEEK_V3", "DEEPEP_H800", "EP_SYSTEMS", "ep_constant", "token_bytes",
+           "expected_hits", "EPTraffic", "ep_traffic", "EPFabric", "ep_fabric",
+           "deepep_h800", "EPTime", "ep_time", "moe_calls", "ep_checks"]
 
 #: Kernel families: DeepEP's normal kernels (NVLink + RDMA forwarding), its low-latency
 #: kernels over RDMA only (first release) and with NVLink inside the node (since 2025-06).
