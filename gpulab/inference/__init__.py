@@ -7,7 +7,10 @@ tensor and pipeline parallelism, and the all-reduces of decode-sized messages.
 * :func:`allreduce_time`: one TP all-reduce, NCCL (the course's collective model) or a
   serving engine's one-shot / two-shot kernel (modelled from its mechanism);
 * :func:`decode_step`: time per output token (TPOT), communication share, tokens/s per
-  GPU; :func:`prefill_time`: time to first token (TTFT).
+  GPU; :func:`prefill_time`: time to first token (TTFT);
+* :func:`prefill_layer_time`: the prefill of one TP shard of one layer, fitted to our
+  1x H200 prefill runs (``data/prefill_model.yaml``, written by
+  ``scripts/fit_prefill.py``; :func:`prefill_checks` holds the held-out errors).
 
 Units are SI: bytes, seconds, bytes per second, FLOP/s; GB = 1e9 B, GiB = 2**30 B.
 
@@ -40,6 +43,12 @@ from .decode import (  # noqa: F401
     decode_layer_terms,
     decode_layer_time,
 )
+from .prefill import (  # noqa: F401
+    prefill_checks,
+    prefill_constants,
+    prefill_layer_terms,
+    prefill_layer_time,
+)
 from .serving import (  # noqa: F401
     ALLREDUCE,
     DecodeStep,
@@ -65,4 +74,6 @@ __all__ = ["HEAD_DIM", "PRECISIONS", "RECIPES", "ALLREDUCE", "decode_layer_time"
            "decode_layer_terms", "bandwidth_floor", "decode_constants", "decode_checks",
            "allreduce_time", "custom_constant", "DecodeStep", "decode_step", "Prefill",
            "prefill_time", "ep", "disagg", "EPTraffic", "ep_traffic", "EPFabric",
-           "ep_fabric", "deepep_h800", "EPTime", "ep_time", "ep_checks"]
+           "ep_fabric", "deepep_h800", "EPTime", "ep_time", "ep_checks",
+           "prefill_layer_time", "prefill_layer_terms", "prefill_constants",
+           "prefill_checks"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import numpy as np
 import yaml
 
 from .. import collectives, specs, systems
@@ -21,6 +22,7 @@ from ..parallelism.memory import inference_memory
 from ..parallelism.model import as_model
 from .decode import (HEAD_DIM, PRECISIONS, RECIPES, check_heads, decode_constants,
                      decode_layer_terms, decode_terms_time, weight_element_bytes)
+from .prefill import prefill_constants, prefill_layer_terms, prefill_terms_time
 
 __all__ = ["ALLREDUCE", "ACTIVATION_BYTES", "allreduce_time", "custom_constant",
            "DecodeStep", "decode_step", "Prefill", "prefill_time"]
@@ -339,7 +341,8 @@ class Prefill:
     comm_share : float
         ``comm_time / ttft``. [1]
     efficiency : float
-        Fraction of the dense peak the layer shards reach. [1]
+        Fraction of the dense peak of the precision the layer shards reach, counting
+        the FLOPs they do (GEMMs and causal attention). [1]
     """
 
     ttft: float
@@ -347,6 +350,17 @@ class Prefill:
     comm_time: float
     comm_share: float
     efficiency: float
+
+
+def _training_path_layer_time(m, gpu_spec, t, s, b, precision, recipe):
+    """The naive variant: forward FLOPs with full attention at the training layer
+    efficiency of ``recipe`` (:func:`gpulab.parallelism.layer_efficiency`). [s]"""
+    w = decode_layer_terms(m.hidden, m.heads, m.kv_heads, m.ffn_hidden, t, 1, 1,
+                           precision=precision)["weight_elements"]
+    flops = 2.0 * b * s * w + 4.0 * b * s * s * (m.heads / t) * HEAD_DIM
+    eta = layer_efficiency(m.hidden, m.heads, t, s, b, gpu=gpu_spec.name,
+                           precision=precision, recipe=recipe)
+    return flops / (eta * peak_flops(gpu_spec, precision))
 
 
 def prefill_time(model, system, *, tp, pp=1, prompt, batch=1, precision="bf16",
@@ -368,18 +382,31 @@ def prefill_time(model, system, *, tp, pp=1, prompt, batch=1, precision="bf16",
 
     Notes
     -----
-    Compute-bound, like a training forward pass. Per layer shard the forward FLOPs
-    :math:`F = 2 T N_w/t + 4 T s (a/t) 128` (:math:`T = b s` tokens, full attention as
-    in Narayanan et al. 2021) run at :math:`\eta P`, with :math:`\eta` =
-    :func:`gpulab.parallelism.layer_efficiency` of the same hidden size, heads, TP and
-    tokens: that efficiency is fitted to forward + backward shards, and applying it to
-    the forward alone is an ASSUMPTION. Per layer two TP all-reduces of ``T h 2`` bytes;
-    ``p - 1`` stage hand-offs; the LM head on the last token of each prompt.
+    Compute-bound for prompts of more than a few hundred tokens. ``recipe="compiled"``:
+    each layer shard takes :math:`t_\mathrm{layer}` =
+    :func:`gpulab.inference.prefill_layer_time` (GEMMs at a fitted fraction of the
+    weight precision's peak, causal attention at a fitted fraction of the BF16 peak,
+    activation and FP8-cast traffic, fixed costs; fitted on our 1x H200 prefill runs,
+    held-out errors in :func:`gpulab.inference.prefill_checks`). ``recipe="eager"``, the
+    naive variant: the forward FLOPs with full attention (Narayanan et al. 2021),
+    :math:`F = 2 T N_w/t + 4 T s (a/t) 128`, at :math:`\eta P` with :math:`\eta` =
+    :func:`gpulab.parallelism.layer_efficiency` of the eager training recipe (fitted to
+    forward + backward shards; applying it to the forward alone is an ASSUMPTION). On
+    our compiled runs that path was slower than measured, most at long prompts (it
+    counts the masked half of causal attention) and in FP8 at short prompts (training
+    casts its weights every micro-batch; an FP8 checkpoint does not): ``before_*`` in
+    :func:`gpulab.inference.prefill_checks`. Per layer two TP all-reduces of
+    ``T h 2`` bytes; ``p - 1`` stage hand-offs; the LM head on the last token of each
+    prompt.
 
     .. math::
 
-        \mathrm{TTFT} = L\,\Bigl(\frac{F}{\eta P} + 2\,t_\mathrm{AR}(T h 2)\Bigr)
-            + (p-1)\,t_\mathrm{p2p}(T h 2) + t_\mathrm{head}
+        \mathrm{TTFT} = L\,\bigl(t_\mathrm{layer} + 2\,t_\mathrm{AR}(T h 2)\bigr)
+            + (p-1)\,t_\mathrm{p2p}(T h 2) + t_\mathrm{head} + t_\mathrm{gather}
+
+    with :math:`T = b s` tokens. ``efficiency``: the FLOPs a layer shard does (GEMMs and
+    causal attention, :func:`gpulab.inference.prefill_layer_terms`) over
+    :math:`t_\mathrm{layer}` times the dense peak of ``precision``.
 
     Examples
     --------
@@ -396,14 +423,15 @@ def prefill_time(model, system, *, tp, pp=1, prompt, batch=1, precision="bf16",
     check_choice("recipe", recipe, RECIPES)
     check_choice("allreduce", allreduce, ALLREDUCE)
     g = system.gpu_spec
-    terms = decode_layer_terms(m.hidden, m.heads, m.kv_heads, m.ffn_hidden, t, 1, 1,
-                               precision=precision)
+    shape = (m.hidden, m.heads, m.kv_heads, m.ffn_hidden, t, b, s)
+    terms = prefill_layer_terms(*shape, precision=precision)
+    if recipe == "compiled":
+        layer = prefill_terms_time(terms, g, precision, prefill_constants())
+    else:
+        layer = _training_path_layer_time(m, g, t, s, b, precision, recipe)
+    done = float(np.sum(terms["gemm_flops"])) + terms["attention_flops"]
+    eta = done / (layer * peak_flops(g, precision))
     tokens = float(b * s)
-    flops = 2.0 * tokens * terms["weight_elements"] + 4.0 * tokens * s * (
-        m.heads / t) * HEAD_DIM
-    eta = layer_efficiency(m.hidden, m.heads, t, s, b, gpu=g.name, precision=precision,
-                           recipe=recipe)
-    layer = flops / (eta * peak_flops(g, precision))
     msg = tokens * m.hidden * ACTIVATION_BYTES
     ar = allreduce_time(msg, t, system, algorithm=allreduce)
     head, gather = _lm_head(m, system, t, b, recipe)

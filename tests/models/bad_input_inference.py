@@ -6,7 +6,8 @@ from bad_values import CHOICE, INT, NONNEG, SCALAR_ONLY, Case
 from gpulab import inference
 
 MODULES = (inference,)
-NO_ARGS = {inference.decode_checks}
+NO_ARGS = {inference.decode_checks, inference.prefill_checks,
+           inference.prefill_constants}
 
 _LAYER = dict(hidden=8192, heads=64, kv_heads=8, ffn_hidden=28672, tp=8, batch=32,
               context=8192)
@@ -23,6 +24,10 @@ _STEP_BAD = {"model": _MODEL_BAD, "system": _SYSTEM_BAD, "tp": INT(1, 8) + [3],
              "pp": INT(1, 8) + [2], "batch": INT(1, 10**6),
              "context": INT(1, 10**8), "precision": CHOICE("FP8"),
              "recipe": CHOICE("fused"), "allreduce": CHOICE("ring")}
+_PREFILL_LAYER = dict(_LAYER, batch=1, prompt=2048)
+del _PREFILL_LAYER["context"]
+_PREFILL_LAYER_BAD = dict(_LAYER_BAD, batch=INT(1, 10**4), prompt=INT(1, 10**6))
+del _PREFILL_LAYER_BAD["context"]
 _PREFILL = dict(_STEP, prompt=2048, batch=1)
 del _PREFILL["context"]
 _PREFILL_BAD = dict(_STEP_BAD, prompt=INT(1, 10**6), batch=INT(1, 10**4))
@@ -44,4 +49,8 @@ CASES = [
           "system": _SYSTEM_BAD, "algorithm": CHOICE("one-shot")}),
     Case(inference.decode_step, _STEP, _STEP_BAD),
     Case(inference.prefill_time, _PREFILL, _PREFILL_BAD),
+    Case(inference.prefill_layer_time, dict(_PREFILL_LAYER, gpu="H200", precision="fp8"),
+         dict(_PREFILL_LAYER_BAD, gpu=CHOICE("h200"))),
+    Case(inference.prefill_layer_terms, dict(_PREFILL_LAYER, precision="bf16"),
+         _PREFILL_LAYER_BAD),
 ]

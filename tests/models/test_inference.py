@@ -310,15 +310,15 @@ def test_ttft_grows_with_prompt_and_has_comm_share_in_range(p, tp):
     assert b.ttft > a.ttft and 0 <= a.comm_share < 1 and 0 < a.efficiency < 1
 
 
-def test_prefill_is_compute_bound_at_the_layer_efficiency():
-    f = inference.prefill_time("llama3-8b", "hgx-h200", tp=1, prompt=4096)
+def test_eager_prefill_is_compute_bound_at_the_layer_efficiency():
+    f = inference.prefill_time("llama3-8b", "hgx-h200", tp=1, prompt=4096, recipe="eager")
     m = par.model("llama3-8b")
     terms = inference.decode_layer_terms(m.hidden, m.heads, m.kv_heads, m.ffn_hidden,
                                          1, 1, 1)
     flops = m.layers * (2 * 4096 * terms["weight_elements"]
                         + 4 * 4096 * 4096 * m.heads * 128)
     peak = specs.gpu("H200").fp16_dense_flops
-    eta = par.layer_efficiency(m.hidden, m.heads, 1, 4096, 1)
+    eta = par.layer_efficiency(m.hidden, m.heads, 1, 4096, 1, recipe="eager")
     assert f.compute_time == pytest.approx(flops / (eta * peak), rel=0.02)
 
 
