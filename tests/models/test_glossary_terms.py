@@ -63,6 +63,8 @@ SERVING_TERMS = ("prefill", "decode", "kv-cache", "cuda-graph", "one-shot-two-sh
                  "low-latency-kernel", "tpot", "ttft")
 #: ``X_\text{sub}``, ``X_y`` and ``\eta_y`` in an equation's TeX.
 SUBSCRIPTED = re.compile(r"(\\eta|[A-Za-z])_(?:\\text\{(\w+)\}|(\w))")
+#: ``\text{NAME}_\text{sub}`` (a named quantity with a subscript, ``TTFT_\text{layerwise}``).
+TEXT_SUBSCRIPTED = re.compile(r"\\text\{(\w+)\}_(?:\\text\{(\w+)\}|(\w))")
 
 
 def serving_chapters():
@@ -86,6 +88,8 @@ def symbols_in(tex):
     for base, sub_text, sub_char in SUBSCRIPTED.findall(tex):
         sym = "η" if base == "\\eta" else f"<i>{base}</i>"
         out.add(f"{sym}<sub>{sub_text or sub_char}</sub>")
+    for name, sub_text, sub_char in TEXT_SUBSCRIPTED.findall(tex):
+        out.add(f"{name}<sub>{sub_text or sub_char}</sub>")
     return out
 
 
@@ -121,7 +125,7 @@ def test_serving_symbols_carry_code_names_and_units():
 
 
 @pytest.mark.parametrize("label", ["eq-decode-layer", "eq-sd-custom", "eq-sp-kv",
-                                   "eq-se-ep-bytes"])
+                                   "eq-se-ep-bytes", "eq-se-ep-time", "eq-se-ttft"])
 def test_every_subscripted_symbol_of_the_serving_equations_is_on_the_notation_page(label):
     wanted = symbols_in(equation(label))
     assert wanted
@@ -134,5 +138,6 @@ def test_symbol_check_can_fail():
     assert symbols_in(r"t_\text{layer} = t_0 + \eta_g P_\text{new}") == {
         "<i>t</i><sub>layer</sub>", "<i>t</i><sub>0</sub>", "η<sub>g</sub>",
         "<i>P</i><sub>new</sub>"}
+    assert symbols_in(r"\text{TTFT}_\text{new} = p") == {"TTFT<sub>new</sub>"}
     table = " ".join(t.symbol for t in course.glossary("serving-symbols"))
     assert "<i>P</i><sub>new</sub>" not in table
