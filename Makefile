@@ -1,6 +1,7 @@
 # Build, test and run the course.  `make help` lists the targets.
 #   make book       build the HTML book into _build/html (offline-capable, -W)
-#   make test       book + unit tests/doctests + nbval on every notebook + browser tests
+#   make test       book, print products + unit tests/doctests + nbval on every notebook +
+#                   browser tests, in two lanes at a time (logs in _build/test-lanes/)
 #   make lab        JupyterLab on _work/ (your copies of the labs), opening START.ipynb
 #   make clean      remove build outputs and caches (make distclean: also .venv and _vendor)
 #   make answers    every lab executed with its solutions into _build/answers (instructors)
@@ -39,6 +40,7 @@ NBVAL_IGNORES      = $(shell if [ -f $(NBVAL_IGNORE_FILE) ]; then sed -e 's/\#.*
 NBVAL_ARGS         = --nbval-lax --nbval-current-env $(NBVAL_IGNORES) $(NBVAL_PATHS)
 
 .PHONY: help venv chromium fonts vendor book test test-unit test-notebooks test-browser lab \
+        test-build test-jupyterlab test-built \
         chapter-notebooks lab-work answers slides pdf handouts wheelhouse \
         clean distclean print-nbval-args mutation
 
@@ -113,26 +115,49 @@ book: venv vendor
 	@echo "Open _build/html/index.html"
 
 # ---- tests ------------------------------------------------------------------------------
-# All three suites run even if one fails; the target fails if any did.
+# Two lanes at a time (2 cores: one runs while the other waits on a kernel or a browser).
+#   phase 1: [book, answers, slides, pdf, handouts]  ||  [ruff, unit tests and doctests of
+#            everything but tests/book, nbval on the chapters and START.ipynb]
+#   phase 2: [tests/book in JupyterLab]  ||  [tests/book on the built book: browser and
+#            file checks of the book, answers, slides and PDFs]
+# A background lane's output goes to _build/test-<lane>.log and is printed when it ends.
+# Every suite runs even if another fails; the target fails if any did.
 # GPULAB_REQUIRE_BOOK=1 turns "book not built / lab missing" skips into failures.
-# The instructor kit is built first and checked by the suites below (tests/book/
-# test_answers.py, test_slides.py, test_pdf.py, test_handouts.py). `make answers` runs every lab with its
-# solutions, so the notebook suite runs the chapters only (labs would run twice).
-test: book answers slides pdf handouts
-	@status=0; failed=""; start=$$(date +%s); \
-	echo "==> [1/3] lint, unit tests and doctests: ruff; pytest tests/ --doctest-modules gpulab"; \
-	$(MAKE) --no-print-directory test-unit || { status=1; failed="$$failed unit"; }; \
-	echo "==> [2/3] notebooks: pytest --nbval-lax book START.ipynb (the labs ran in make answers)"; \
-	$(MAKE) --no-print-directory test-notebooks NBVAL_PATHS="book START.ipynb" || { status=1; failed="$$failed notebooks"; }; \
-	echo "==> [3/3] browser: built book and JupyterLab in headless Chromium"; \
-	$(MAKE) --no-print-directory test-browser || { status=1; failed="$$failed browser"; }; \
-	echo "==> tests finished in $$(( $$(date +%s) - start )) s"; \
-	if [ $$status -ne 0 ]; then echo "==> FAILED:$$failed"; exit 1; fi; \
+# `make answers` runs every lab with its solutions, so nbval runs the chapters and START only
+# (the labs would run twice).
+LANE = _build/test-lanes
+define run_lanes
+	@mkdir -p $(LANE); rm -f $(LANE)/*.rc; \
+	( $(MAKE) --no-print-directory $(2) > $(LANE)/$(2).log 2>&1; echo $$? > $(LANE)/$(2).rc ) & bg=$$!; \
+	$(MAKE) --no-print-directory $(1) > $(LANE)/$(1).log 2>&1; echo $$? > $(LANE)/$(1).rc; \
+	wait $$bg || true; \
+	for lane in $(1) $(2); do echo "==> [$(3)] $$lane: exit $$(cat $(LANE)/$$lane.rc)"; \
+	  tail -n 25 $(LANE)/$$lane.log | sed 's/^/    /'; done
+endef
+
+test: venv chromium fonts vendor
+	@start=$$(date +%s); echo "==> phase 1: the book and print products || lint, unit tests, nbval on the chapters"
+	$(call run_lanes,test-build,test-unit,phase 1)
+	@echo "==> phase 2: JupyterLab || the built book (browser and file checks)"
+	$(call run_lanes,test-jupyterlab,test-built,phase 2)
+	@status=0; failed=""; for lane in test-build test-unit test-jupyterlab test-built; do \
+	  if [ "$$(cat $(LANE)/$$lane.rc)" != 0 ]; then status=1; failed="$$failed $$lane"; fi; done; \
+	if [ $$status -ne 0 ]; then echo "==> FAILED:$$failed (logs: $(LANE)/<lane>.log)"; exit 1; fi; \
 	echo "==> all tests passed"
+
+# The lanes (each also usable alone; test-jupyterlab and test-built need test-build first).
+test-build: book answers slides pdf handouts
 
 test-unit: venv
 	$(BIN)/ruff check gpulab tests benchmarks measure scripts conftest.py
-	GPULAB_REQUIRE_BOOK=1 $(PYTEST) tests --doctest-modules gpulab -m "not browser and not jupyterlab"
+	GPULAB_REQUIRE_BOOK=1 $(PYTEST) tests --ignore=tests/book --doctest-modules gpulab -m "not browser and not jupyterlab"
+	$(MAKE) --no-print-directory test-notebooks NBVAL_PATHS="book START.ipynb"
+
+test-jupyterlab: venv chromium
+	GPULAB_REQUIRE_BOOK=1 $(PYTEST) tests/book -m "jupyterlab"
+
+test-built: venv chromium
+	GPULAB_REQUIRE_BOOK=1 $(PYTEST) tests/book -m "not jupyterlab"
 
 # GPULAB_LAB_SOLUTIONS=1: the labs' solution cells fill in the answers, so that every
 # "✓ check" cell really checks (students run without it and see "not attempted yet").

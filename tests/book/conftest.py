@@ -155,3 +155,32 @@ def lab_ui():
         wait_for_kernel_idle=wait_for_kernel_idle, run_all=run_all, find_control=find_control,
         move=move, shut_down_kernel=shut_down_kernel, ALL_RUN_JS=ALL_RUN_JS,
         KERNEL_IDLE_JS=KERNEL_IDLE_JS, OUTPUT_PROBLEMS_JS=OUTPUT_PROBLEMS_JS)
+
+
+@pytest.fixture(scope="session")
+def page_weights():
+    """{doc: (total bytes, {url: bytes}, page errors)} of the book pages loaded so far.
+
+    test_book_html's page visits fill it (one load of each page serves both modules);
+    test_page_weight loads a page itself only when it is not there (e.g. run alone).
+    """
+    return {}
+
+
+def record_sizes(page, sizes: dict) -> None:
+    """Record the body size of every finished request of ``page`` into ``sizes``."""
+    def on_finished(request):
+        resp = request.response()
+        if resp is None:
+            return
+        try:
+            sizes[request.url] = len(resp.body())
+        except Exception:  # redirects and aborted requests have no body
+            pass
+    page.on("requestfinished", on_finished)
+
+
+@pytest.fixture(scope="session", name="record_sizes")
+def _record_sizes_fixture():
+    """The :func:`record_sizes` helper, for the page-loading test modules."""
+    return record_sizes

@@ -145,8 +145,9 @@ async () => {
 
 
 @pytest.fixture(scope="module")
-def visit(browser, site_url, make_offline):
-    """Return a function doc -> PageReport; each page is loaded once per module."""
+def visit(browser, site_url, make_offline, page_weights, record_sizes):
+    """Return a function doc -> PageReport; each page is loaded once per module (and the
+    bytes it loaded are kept in ``page_weights`` for test_page_weight)."""
     cache: dict[str, PageReport] = {}
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -155,8 +156,9 @@ def visit(browser, site_url, make_offline):
         if doc in cache:
             return cache[doc]
         page = make_offline(context.new_page())
-        loaded = []
+        loaded, sizes = [], {}
         page.on("requestfinished", lambda r: loaded.append(r.url))
+        record_sizes(page, sizes)
         page.goto(f"{site_url}/{doc}.html", wait_until="load")
         page.wait_for_load_state("networkidle")
         page.evaluate(WAIT_READY_JS)
@@ -178,6 +180,8 @@ def visit(browser, site_url, make_offline):
                                            if not (s == 404 and TOLERATED_404.search(u))])
         page.screenshot(path=str(SCREENSHOTS / (doc.replace("/", "__") + ".png")))
         page.close()
+        if not page.external_requests:
+            page_weights[doc] = (sum(sizes.values()), sizes, list(page.page_errors))
         cache[doc] = report
         return report
 

@@ -89,9 +89,10 @@ async () => {
 
 
 @pytest.fixture(scope="module")
-def weigh(browser, site_url, make_offline):
-    """Return a function doc -> (bytes, {url: bytes}, page_errors); each page loaded once."""
-    cache: dict[str, tuple[int, dict, list]] = {}
+def weigh(browser, site_url, make_offline, page_weights, record_sizes):
+    """Return a function doc -> (bytes, {url: bytes}, page_errors); each page loaded once
+    in the session (test_book_html's visits fill ``page_weights`` first)."""
+    cache = page_weights
     context = browser.new_context(viewport={"width": 1280, "height": 900})
 
     def _weigh(doc: str):
@@ -99,17 +100,7 @@ def weigh(browser, site_url, make_offline):
             return cache[doc]
         page = make_offline(context.new_page())
         sizes: dict[str, int] = {}
-
-        def on_finished(request):
-            resp = request.response()
-            if resp is None:
-                return
-            try:
-                sizes[request.url] = len(resp.body())
-            except Exception:  # redirects and aborted requests have no body
-                pass
-
-        page.on("requestfinished", on_finished)
+        record_sizes(page, sizes)
         page.goto(f"{site_url}/{doc}.html", wait_until="load")
         page.wait_for_load_state("networkidle")
         page.evaluate(WAIT_READY_JS)
