@@ -127,31 +127,40 @@ book: venv vendor
 # (the labs would run twice).
 LANE = _build/test-lanes
 define run_lanes
-	@mkdir -p $(LANE); rm -f $(LANE)/*.rc; \
-	( $(MAKE) --no-print-directory $(2) > $(LANE)/$(2).log 2>&1; echo $$? > $(LANE)/$(2).rc ) & bg=$$!; \
-	$(MAKE) --no-print-directory $(1) > $(LANE)/$(1).log 2>&1; echo $$? > $(LANE)/$(1).rc; \
+	@mkdir -p $(LANE); rm -f $(LANE)/$(1).rc $(LANE)/$(2).rc; \
+	( $(MAKE) --no-print-directory $(2) > $(LANE)/$(2).log 2>&1 && echo 0 > $(LANE)/$(2).rc \
+	  || echo $$? > $(LANE)/$(2).rc ) & bg=$$!; \
+	$(MAKE) --no-print-directory $(1) > $(LANE)/$(1).log 2>&1 && echo 0 > $(LANE)/$(1).rc \
+	  || echo $$? > $(LANE)/$(1).rc; \
 	wait $$bg || true; \
 	for lane in $(1) $(2); do echo "==> [$(3)] $$lane: exit $$(cat $(LANE)/$$lane.rc)"; \
 	  tail -n 25 $(LANE)/$$lane.log | sed 's/^/    /'; done
 endef
 
 test: venv chromium fonts vendor
-	@start=$$(date +%s); echo "==> phase 1: the book and print products || lint, unit tests, nbval on the chapters"
+	@mkdir -p $(LANE); date +%s > $(LANE)/start
+	@echo "==> phase 1: the book and print products || lint, unit tests, nbval on the chapters"
 	$(call run_lanes,test-build,test-unit,phase 1)
 	@echo "==> phase 2: JupyterLab || the built book (browser and file checks)"
 	$(call run_lanes,test-jupyterlab,test-built,phase 2)
 	@status=0; failed=""; for lane in test-build test-unit test-jupyterlab test-built; do \
-	  if [ "$$(cat $(LANE)/$$lane.rc)" != 0 ]; then status=1; failed="$$failed $$lane"; fi; done; \
+	  if [ "$$(cat $(LANE)/$$lane.rc 2>/dev/null)" != 0 ]; then status=1; failed="$$failed $$lane"; fi; done; \
+	echo "==> tests finished in $$(( $$(date +%s) - $$(cat $(LANE)/start) )) s"; \
 	if [ $$status -ne 0 ]; then echo "==> FAILED:$$failed (logs: $(LANE)/<lane>.log)"; exit 1; fi; \
 	echo "==> all tests passed"
 
 # The lanes (each also usable alone; test-jupyterlab and test-built need test-build first).
 test-build: book answers slides pdf handouts
 
+# Lint, the tests that need no built book, then nbval on the chapters: each step runs even
+# if an earlier one failed; the target fails if any did.
 test-unit: venv
-	$(BIN)/ruff check gpulab tests benchmarks measure scripts conftest.py
-	GPULAB_REQUIRE_BOOK=1 $(PYTEST) tests --ignore=tests/book --doctest-modules gpulab -m "not browser and not jupyterlab"
-	$(MAKE) --no-print-directory test-notebooks NBVAL_PATHS="book START.ipynb"
+	@status=0; \
+	$(BIN)/ruff check gpulab tests benchmarks measure scripts conftest.py || status=1; \
+	GPULAB_REQUIRE_BOOK=1 $(PYTEST) tests --ignore=tests/book --doctest-modules gpulab \
+	  -m "not browser and not jupyterlab" || status=1; \
+	$(MAKE) --no-print-directory test-notebooks NBVAL_PATHS="book START.ipynb" || status=1; \
+	exit $$status
 
 test-jupyterlab: venv chromium
 	GPULAB_REQUIRE_BOOK=1 $(PYTEST) tests/book -m "jupyterlab"

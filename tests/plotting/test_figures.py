@@ -209,6 +209,19 @@ CALLS.update({
     "plot_kv_transfer": lambda: {
         "paths": [("NVLink", 0.001), ("8 NICs", 0.007), ("one NIC", 0.05)],
         "prefill_s": 0.3},
+    "plot_ep_check": lambda: {
+        "rows": __import__("gpulab.inference.ep").inference.ep.ep_checks(),
+        "kernel": "low_latency"},
+    "plot_kv_transfer_check": lambda: {
+        "rows": __import__("gpulab.inference.disagg").inference.disagg
+        .kv_transfer_checks()},
+    "plot_ttft_share": lambda: {
+        "curves": [("one NIC", "sequential", [1024, 8192, 32768], [0.05, 0.2, 0.1]),
+                   ("one NIC", "layerwise", [1024, 8192, 32768], [0.01, 0.004, 0.002])]},
+    "plot_ep_times": lambda: {
+        "groups": [(op, __import__("gpulab.inference.ep").inference.ep.ep_time(
+            "hgx-h200", 32, 128, kernel="low_latency", operation=op))
+            for op in ("dispatch", "combine")]},
 })
 
 def test_every_plot_function_is_exercised():
