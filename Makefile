@@ -117,32 +117,34 @@ book: venv vendor
 # ---- tests ------------------------------------------------------------------------------
 # Two lanes at a time (2 cores: one runs while the other waits on a kernel or a browser).
 #   phase 1: [book, answers, slides, pdf, handouts]  ||  [ruff, unit tests and doctests of
-#            everything but tests/book, nbval on the chapters and START.ipynb]
+#            everything but tests/book, nbval on START.ipynb]
 #   phase 2: [tests/book in JupyterLab]  ||  [tests/book on the built book: browser and
 #            file checks of the book, answers, slides and PDFs]
-# A background lane's output goes to _build/test-<lane>.log and is printed when it ends.
+# Each lane writes _build/test-lanes/<lane>.log; its tail is printed when the phase ends.
 # Every suite runs even if another fails; the target fails if any did.
 # GPULAB_REQUIRE_BOOK=1 turns "book not built / lab missing" skips into failures.
-# `make answers` runs every lab with its solutions, so nbval runs the chapters and START only
-# (the labs would run twice).
+# Every notebook runs once: the chapters in the book build (tests/book/test_chapter_execution.py
+# makes nbval's check on its executed notebooks), the labs with their solutions in
+# `make answers` (tests/book/test_answers.py), START.ipynb under nbval. `make test-notebooks`
+# runs nbval on every notebook.
 LANE = _build/test-lanes
 define run_lanes
-	@mkdir -p $(LANE); rm -f $(LANE)/$(1).rc $(LANE)/$(2).rc; \
-	( $(MAKE) --no-print-directory $(2) > $(LANE)/$(2).log 2>&1 && echo 0 > $(LANE)/$(2).rc \
-	  || echo $$? > $(LANE)/$(2).rc ) & bg=$$!; \
-	$(MAKE) --no-print-directory $(1) > $(LANE)/$(1).log 2>&1 && echo 0 > $(LANE)/$(1).rc \
-	  || echo $$? > $(LANE)/$(1).rc; \
-	wait $$bg || true; \
-	for lane in $(1) $(2); do echo "==> [$(3)] $$lane: exit $$(cat $(LANE)/$$lane.rc)"; \
+	@mkdir -p $(LANE); for lane in $(1); do rm -f $(LANE)/$$lane.rc; done; pids=""; \
+	for lane in $(1); do \
+	  ( $(MAKE) --no-print-directory $$lane > $(LANE)/$$lane.log 2>&1 && echo 0 > $(LANE)/$$lane.rc \
+	    || echo $$? > $(LANE)/$$lane.rc ) & pids="$$pids $$!"; \
+	done; \
+	for p in $$pids; do wait $$p || true; done; \
+	for lane in $(1); do echo "==> [$(2)] $$lane: exit $$(cat $(LANE)/$$lane.rc)"; \
 	  tail -n 25 $(LANE)/$$lane.log | sed 's/^/    /'; done
 endef
 
 test: venv chromium fonts vendor
 	@mkdir -p $(LANE); date +%s > $(LANE)/start
-	@echo "==> phase 1: the book and print products || lint, unit tests, nbval on the chapters"
-	$(call run_lanes,test-build,test-unit,phase 1)
+	@echo "==> phase 1: the book and print products || lint, unit tests, nbval on START.ipynb"
+	$(call run_lanes,test-build test-unit,phase 1)
 	@echo "==> phase 2: JupyterLab || the built book (browser and file checks)"
-	$(call run_lanes,test-jupyterlab,test-built,phase 2)
+	$(call run_lanes,test-jupyterlab test-built,phase 2)
 	@status=0; failed=""; for lane in test-build test-unit test-jupyterlab test-built; do \
 	  if [ "$$(cat $(LANE)/$$lane.rc 2>/dev/null)" != 0 ]; then status=1; failed="$$failed $$lane"; fi; done; \
 	echo "==> tests finished in $$(( $$(date +%s) - $$(cat $(LANE)/start) )) s"; \
@@ -152,14 +154,14 @@ test: venv chromium fonts vendor
 # The lanes (each also usable alone; test-jupyterlab and test-built need test-build first).
 test-build: book answers slides pdf handouts
 
-# Lint, the tests that need no built book, then nbval on the chapters: each step runs even
+# Lint, the tests that need no built book, then nbval on START.ipynb: each step runs even
 # if an earlier one failed; the target fails if any did.
 test-unit: venv
 	@status=0; \
 	$(BIN)/ruff check gpulab tests benchmarks measure scripts conftest.py || status=1; \
 	GPULAB_REQUIRE_BOOK=1 $(PYTEST) tests --ignore=tests/book --doctest-modules gpulab \
 	  -m "not browser and not jupyterlab" || status=1; \
-	$(MAKE) --no-print-directory test-notebooks NBVAL_PATHS="book START.ipynb" || status=1; \
+	$(MAKE) --no-print-directory test-notebooks NBVAL_PATHS="START.ipynb" || status=1; \
 	exit $$status
 
 test-jupyterlab: venv chromium
