@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from labserver import jupyterlab
 
 pytestmark = pytest.mark.jupyterlab
@@ -83,6 +84,16 @@ SHOWN_JS = """
 """
 
 
+FIGURES_SHOWN_JS = """
+([sel, n]) => {
+  const nb = document.querySelector(sel);
+  if (!nb) return false;
+  const outs = Array.from(nb.querySelectorAll(".jp-OutputArea-output"));
+  return outs.filter(o => o.querySelector("img, svg")).length >= n;
+}
+"""
+
+
 def test_start_links_every_chapter_copy():
     assert len(start_links()) >= 10
 
@@ -96,7 +107,14 @@ def test_chapter_shows_its_figures_and_titles_without_running(chapters_lab, page
     page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current",
                  has_text=name).wait_for(timeout=60_000)
     page.locator(VISIBLE_NB + " .jp-Cell").first.wait_for(timeout=60_000)
-    page.wait_for_timeout(1500)
+    source = (ROOT / "book" / f"{Path(link).stem}.md").read_text(encoding="utf-8")
+    figures = source.count("\n    name: fig-")
+    try:   # until the figures have rendered (the assertions below report a shortfall)
+        page.wait_for_function(FIGURES_SHOWN_JS, arg=[VISIBLE_NB, figures], timeout=15_000,
+                               polling=200)
+    except PlaywrightTimeout:
+        pass
+    page.wait_for_timeout(300)
     got = page.evaluate(SHOWN_JS, VISIBLE_NB)
     current = page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current").inner_text()
     assert name in current, f"opened {current!r}, not {name}"
@@ -106,8 +124,6 @@ def test_chapter_shows_its_figures_and_titles_without_running(chapters_lab, page
     assert not re.search(r"_\w+Explorer\(children=", got["text"]), link
     raw = RAW.search(got["prose"])
     assert raw is None, f"{link}: raw label {raw.group(0)!r} in the prose"
-    source = (ROOT / "book" / f"{Path(link).stem}.md").read_text(encoding="utf-8")
-    figures = source.count("\n    name: fig-")
     if figures:
         assert got["images"] >= figures, (
             f"{link}: {got['images']} outputs with an image for {figures} figures")
