@@ -8,7 +8,8 @@
 #        compile caches warmed by parallel processes first, synced and queued timings
 #   bash measure/run_recipes_h200.sh queued-grid [SECONDS] [TIMED_SECONDS] [RECIPES]
 #        the same for the fit and holdout grids of Llama layers (RECIPES, comma-separated:
-#        fp8-tensorwise,bf16-compiled by default; fp8-rowwise for the rowwise variant)
+#        fp8-tensorwise,bf16-compiled by default; fp8-rowwise for the rowwise variant);
+#        GRID_KIND=gpt for GPT layers instead of Llama ones
 #
 # KIND: llama or gpt. Rows go to $OUT/recipes_KIND.csv, progress to $OUT/recipes_KIND.err,
 # versions and clocks to $OUT/versions_KIND.txt. NVLink multicast stays off.
@@ -70,7 +71,7 @@ elif [ "$kind" = queued-grid ]; then
   pids=""
   for r in ${grid_recipes//,/ }; do
     for i in 0 1 2 3 4 5 6 7; do
-      python3 "$here/layer_recipes.py" --kind llama --recipe "$r" --grid fit,holdout \
+      python3 "$here/layer_recipes.py" --kind "${GRID_KIND:-llama}" --recipe "$r" --grid fit,holdout \
         --static --shard "$i/8" --reps 1 --target-ms 0 --queue-ms 0 --deadline "${per}" \
         --skip-grid check,small --output "$OUT/warm.csv" 2>> "$OUT/warm.err" &
       pids="$pids $!"
@@ -79,7 +80,7 @@ elif [ "$kind" = queued-grid ]; then
   wait $pids
   echo "warm-up done at $(date -u +%T)"; grep -c FAILED "$OUT/warm.err"
   for r in ${grid_recipes//,/ }; do
-    python3 "$here/layer_recipes.py" --kind llama --recipe "$r" --grid fit,holdout \
+    python3 "$here/layer_recipes.py" --kind "${GRID_KIND:-llama}" --recipe "$r" --grid fit,holdout \
       --static --skip-grid check,small --output "$OUT/recipes_queued.csv" \
       --deadline "${3:-170}" 2>> "$OUT/recipes_queued.err"
     tail -1 "$OUT/recipes_queued.err"

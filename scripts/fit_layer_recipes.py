@@ -21,6 +21,10 @@ Levenberg-Marquardt on log time, fixed starts, best kept):
    ``h200-x1-2026-12-02-recipes-rowwise/layer_recipes_rowwise.csv`` (the fit and
    holdout grids, ``bash measure/run_recipes_h200.sh queued-grid 230 250 fp8-rowwise``).
 
+Every GPT row is held out, those of the static runs and those of
+``h200-x1-2026-12-02-recipes-gpt/layer_recipes_gpt.csv`` (the GPT fit and holdout grids,
+``GRID_KIND=gpt bash measure/run_recipes_h200.sh queued-grid 160 140``).
+
 The eager constants (``data/layer_efficiency.yaml``) are used unchanged. Writes
 ``gpulab/data/layer_recipes.yaml`` (``--check``: exit 1 if the stored file differs
 from a fresh fit).
@@ -49,6 +53,8 @@ RUN = "measurements/raw/h200-x1-2026-12-02-recipes-static"
 CSV = ROOT / "gpulab" / "data" / RUN / "layer_recipes_static.csv"
 ROWWISE = ROOT / "gpulab" / "data" / "measurements/raw/h200-x1-2026-12-02-recipes-rowwise" \
     / "layer_recipes_rowwise.csv"
+GPT = ROOT / "gpulab" / "data" / "measurements/raw/h200-x1-2026-12-02-recipes-gpt" \
+    / "layer_recipes_gpt.csv"
 DYNAMIC = ROOT / "gpulab" / "data" / "measurements/raw/h200-x1-2026-12-02-recipes" \
     / "layer_recipes.csv"
 OUT = ROOT / "gpulab" / "data" / "layer_recipes.yaml"
@@ -90,9 +96,10 @@ def key(r):
 
 def measured(column="fwd_bwd_queued_ms", path=CSV):
     """{(kind, recipe, h, tp, s, b, ffn, kv): median seconds} of one timing column
-    (the static runs: ``path`` and, for the default, the rowwise grid runs)."""
+    (the static runs: ``path`` and, for the default, the rowwise grid runs and the GPT
+    grid runs, all of which are held out of the fits)."""
     times = defaultdict(list)
-    for p in (path, ROWWISE) if path == CSV else (path,):
+    for p in (path, ROWWISE, GPT) if path == CSV else (path,):
         with open(p, newline="") as f:
             for r in csv.DictReader(f):
                 times[key(r)].append(float(r[column]) * 1e-3)
