@@ -66,9 +66,25 @@ def chapters_lab(tmp_path_factory):
                                          root / "_build" / "chapters")
     with jupyterlab(root, tmp, user_settings=USER_SETTINGS,
                     env={"JUPYTER_CONFIG_PATH": str(root / "jupyter")},
-                    args=("--LabApp.default_url=/lab/tree/START.ipynb",)) \
+                    args=("--LabApp.default_url=/lab/tree/START.ipynb",
+                          "--LabApp.expose_app_in_browser=True")) \
             as (base, token, _log):
         yield base, token
+
+
+@pytest.fixture(scope="module")
+def lab_page(browser, chapters_lab):
+    """One JupyterLab page for the chapter checks: the app starts once and each chapter is
+    opened in it (``docmanager:open``) after the previous one is closed, as a learner
+    opens them one after the other from START."""
+    base, token = chapters_lab
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.goto(f"{base}/lab?reset&token={token}", wait_until="domcontentloaded")
+    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60_000)
+    page.evaluate("async () => { await window.jupyterapp.started; await window.jupyterapp.restored; }")
+    yield page
+    context.close()
 
 
 SHOWN_JS = """
@@ -99,11 +115,14 @@ def test_start_links_every_chapter_copy():
 
 
 @pytest.mark.parametrize("link", start_links())
-def test_chapter_shows_its_figures_and_titles_without_running(chapters_lab, page, link):
-    base, token = chapters_lab
-    page.set_viewport_size({"width": 1400, "height": 1000})
+def test_chapter_shows_its_figures_and_titles_without_running(lab_page, link):
+    page = lab_page
     name = Path(link).name
-    page.goto(f"{base}/lab/tree/{link}?reset&token={token}", wait_until="domcontentloaded")
+    page.evaluate("""async (path) => {
+        const app = window.jupyterapp;
+        await app.commands.execute("application:close-all");
+        await app.commands.execute("docmanager:open", {path});
+    }""", link)
     page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current",
                  has_text=name).wait_for(timeout=60_000)
     page.locator(VISIBLE_NB + " .jp-Cell").first.wait_for(timeout=60_000)
