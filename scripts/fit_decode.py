@@ -13,7 +13,6 @@ file differs from a fresh fit).
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import sys
 from pathlib import Path
@@ -25,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from fitting import levenberg_marquardt  # noqa: E402
+from fitting import error_summary, levenberg_marquardt, write_or_check  # noqa: E402
 from gpulab import specs  # noqa: E402
 from gpulab.inference.decode import (  # noqa: E402
     CONSTANTS, decode_layer_terms, decode_terms_time)
@@ -130,21 +129,14 @@ def fit(data):
     return {n: float(f"{v:.4g}") for n, v in decode(best).items()}
 
 
-def summary(errs):
-    e = np.array(errs)
-    if not len(e):
-        return {"n": 0}
-    return {"n": int(len(e)), "mean_abs": round(float(np.mean(np.abs(e))), 4),
-            "worst": round(float(e[np.argmax(np.abs(e))]), 4)}
-
 
 def bands(data, c):
     """Errors (model / measured - 1) by precision and batch band."""
     err = [(r, model(r, c) / (float(r["layer_us"]) * 1e-6) - 1) for r in data]
-    out = {"all": summary([e for _, e in err])}
+    out = {"all": error_summary([e for _, e in err])}
     for p in ("bf16", "fp8"):
         for name, lo, hi in (("batch_1_to_16", 1, 16), ("batch_17_and_above", 17, 10**9)):
-            out[f"{p}_{name}"] = summary([e for r, e in err if r["precision"] == p
+            out[f"{p}_{name}"] = error_summary([e for r, e in err if r["precision"] == p
                                           and lo <= int(r["batch"]) <= hi])
     return out
 
@@ -185,21 +177,8 @@ def render(doc):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true",
-                    help="exit 1 if the stored file differs from a fresh fit")
-    args = ap.parse_args(argv)
-    text = render(document())
-    if args.check:
-        if not OUT.exists() or OUT.read_text() != text:
-            print(f"{OUT.name} differs from a fresh fit: run scripts/fit_decode.py",
-                  file=sys.stderr)
-            return 1
-        print(f"{OUT.name} reproduces")
-        return 0
-    OUT.write_text(text)
-    print(f"wrote {OUT}")
-    return 0
+    return write_or_check(OUT, lambda: render(document()),
+                          "scripts/fit_decode.py", __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

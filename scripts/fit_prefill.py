@@ -15,7 +15,6 @@ logistic), fixed starts, best kept. Writes ``gpulab/data/prefill_model.yaml``
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import sys
 from pathlib import Path
@@ -27,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from fitting import levenberg_marquardt  # noqa: E402
+from fitting import error_summary, levenberg_marquardt, write_or_check  # noqa: E402
 from gpulab import specs  # noqa: E402
 from gpulab.inference.decode import HEAD_DIM, decode_layer_terms  # noqa: E402
 from gpulab.inference.prefill import (  # noqa: E402
@@ -129,25 +128,18 @@ def fit(data):
     return {n: float(f"{v:.4g}") for n, v in decode(best).items()}
 
 
-def summary(errs):
-    e = np.array(errs)
-    if not len(e):
-        return {"n": 0}
-    return {"n": int(len(e)), "mean_abs": round(float(np.mean(np.abs(e))), 4),
-            "worst": round(float(e[np.argmax(np.abs(e))]), 4)}
-
 
 def bands(data, time):
     """Errors (``time(row)`` / measured - 1) overall, by precision, by prompt band and
     by prompt band and precision."""
     err = [(r, time(r) / measured(r) - 1) for r in data]
-    out = {"all": summary([e for _, e in err])}
+    out = {"all": error_summary([e for _, e in err])}
     for p in ("bf16", "fp8"):
-        out[p] = summary([e for r, e in err if r["precision"] == p])
+        out[p] = error_summary([e for r, e in err if r["precision"] == p])
     for name, lo, hi in BANDS:
-        out[name] = summary([e for r, e in err if lo <= int(r["prompt"]) <= hi])
+        out[name] = error_summary([e for r, e in err if lo <= int(r["prompt"]) <= hi])
         for p in ("bf16", "fp8"):
-            out[f"{p}_{name}"] = summary([e for r, e in err if r["precision"] == p
+            out[f"{p}_{name}"] = error_summary([e for r, e in err if r["precision"] == p
                                           and lo <= int(r["prompt"]) <= hi])
     return out
 
@@ -191,21 +183,8 @@ def render(doc):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true",
-                    help="exit 1 if the stored file differs from a fresh fit")
-    args = ap.parse_args(argv)
-    text = render(document())
-    if args.check:
-        if not OUT.exists() or OUT.read_text() != text:
-            print(f"{OUT.name} differs from a fresh fit: run scripts/fit_prefill.py",
-                  file=sys.stderr)
-            return 1
-        print(f"{OUT.name} reproduces")
-        return 0
-    OUT.write_text(text)
-    print(f"wrote {OUT}")
-    return 0
+    return write_or_check(OUT, lambda: render(document()),
+                          "scripts/fit_prefill.py", __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,14 @@
-"""Least squares shared by the fit scripts (``fit_layer_recipes.py``, ``fit_decode.py``).
+"""Least squares and the command line shared by the fit scripts (``fit_layer_recipes.py``,
+``fit_decode.py``, ``fit_prefill.py``).
 
 Not part of the gpulab package: the package evaluates fitted constants, the scripts fit
 them. Deterministic (fixed step and damping schedule), so a script's ``--check`` run
 reproduces its stored constants exactly.
 """
 from __future__ import annotations
+
+import argparse
+import sys
 
 import numpy as np
 
@@ -34,3 +38,31 @@ def levenberg_marquardt(theta, residuals, iters=300):
         else:
             lam *= 4
     return theta
+
+
+def error_summary(errs):
+    """``{"n", "mean_abs", "worst"}`` of model / measured - 1 errors (worst: signed)."""
+    e = np.array(errs)
+    if not len(e):
+        return {"n": 0}
+    return {"n": int(len(e)), "mean_abs": round(float(np.mean(np.abs(e))), 4),
+            "worst": round(float(e[np.argmax(np.abs(e))]), 4)}
+
+
+def write_or_check(out, render, script, description, argv=None):
+    """The fit scripts' command line: write ``render()`` to ``out``, or with ``--check``
+    exit 1 if the stored file differs from it. Returns the exit status."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 if the stored file differs from a fresh fit")
+    args = ap.parse_args(argv)
+    text = render()
+    if args.check:
+        if not out.exists() or out.read_text() != text:
+            print(f"{out.name} differs from a fresh fit: run {script}", file=sys.stderr)
+            return 1
+        print(f"{out.name} reproduces")
+        return 0
+    out.write_text(text)
+    print(f"wrote {out}")
+    return 0

@@ -29,3 +29,18 @@ def test_a_power_law_in_log_space_as_the_scripts_fit():
     assert np.exp(fit[0]) == pytest.approx(3e-5, rel=1e-6)
     assert fit[1] == pytest.approx(0.7, abs=1e-6)
 
+
+
+def test_error_summary_keeps_the_sign_of_the_worst():
+    assert fitting.error_summary([0.1, -0.3, 0.2]) == {"n": 3, "mean_abs": 0.2,
+                                                       "worst": -0.3}
+    assert fitting.error_summary([]) == {"n": 0}
+
+
+def test_write_or_check_writes_then_checks(tmp_path):
+    out = tmp_path / "constants.yaml"
+    assert fitting.write_or_check(out, lambda: "a: 1\n", "scripts/x.py", "x", ["--check"]) == 1
+    assert fitting.write_or_check(out, lambda: "a: 1\n", "scripts/x.py", "x", []) == 0
+    assert out.read_text() == "a: 1\n"
+    assert fitting.write_or_check(out, lambda: "a: 1\n", "scripts/x.py", "x", ["--check"]) == 0
+    assert fitting.write_or_check(out, lambda: "a: 2\n", "scripts/x.py", "x", ["--check"]) == 1
