@@ -147,6 +147,26 @@ def make_pieces(torch, compiled):
     PIECES["before"], PIECES["after"] = before, after
 
 
+def shard_weights(torch, h, heads, kv, f, t, fp8):
+    """Random weights of one TP shard: ({name: tensor}, {name: FP8 scale}). BF16 weights
+    are stored (in, out); FP8 ones (out, in) in E4M3 with one scale per tensor."""
+    hq, hk = heads // t, kv // t
+    dims = {"qkv": ((hq + 2 * hk) * HEAD_DIM, h), "o": (h, hq * HEAD_DIM),
+            "gu": (2 * f // t, h), "down": (h, f // t)}          # (out, in)
+    weights, scales = {}, {}
+    for name, (n, k) in dims.items():
+        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * (1.0 / math.sqrt(k))
+        if fp8:
+            amax = w.abs().max().float()
+            s = (amax / 448.0).clamp(min=1e-12)
+            weights[name] = (w.float() / s).to(torch.float8_e4m3fn)   # (n, k) row-major
+            scales[name] = s
+        else:
+            weights[name] = w.t().contiguous()                        # (k, n)
+        del w
+    return weights, scales
+
+
 class Layer:
     """Weights and KV cache of one decode layer shard, and its step."""
 
@@ -155,19 +175,7 @@ class Layer:
         d = HEAD_DIM
         self.hq, self.hk, self.b, self.ctx = heads // t, kv // t, b, ctx
         dev, bf = "cuda", torch.bfloat16
-        dims = {"qkv": ((self.hq + 2 * self.hk) * d, h), "o": (h, self.hq * d),
-                "gu": (2 * f // t, h), "down": (h, f // t)}      # (out, in)
-        self.w, self.scale = {}, {}
-        for name, (n, k) in dims.items():
-            w = torch.randn(n, k, device=dev, dtype=bf) * (1.0 / math.sqrt(k))
-            if fp8:
-                amax = w.abs().max().float()
-                s = (amax / 448.0).clamp(min=1e-12)
-                self.w[name] = (w.float() / s).to(torch.float8_e4m3fn)   # (n, k) row-major
-                self.scale[name] = s
-            else:
-                self.w[name] = w.t().contiguous()                        # (k, n)
-            del w
+        self.w, self.scale = shard_weights(torch, h, heads, kv, f, t, fp8)
         self.n1 = torch.ones(h, device=dev, dtype=bf)
         self.n2 = torch.ones(h, device=dev, dtype=bf)
         self.kc = torch.randn(b, self.hk, ctx, d, device=dev, dtype=bf)

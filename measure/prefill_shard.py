@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
-import math
 import os
 import random
 import statistics
@@ -34,7 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from decode_shard import (HEAD_DIM, SHAPES, driver_version, log, mm,  # noqa: E402
-                          rms, rope)
+                          rms, rope, shard_weights)
 
 COLUMNS = ["gpu", "driver", "torch", "date", "recipe", "grid", "shape", "hidden", "heads",
            "kv_heads", "ffn_hidden", "tp", "batch", "prompt", "precision", "layers",
@@ -86,18 +85,7 @@ class Layer:
         d = HEAD_DIM
         self.hq, self.hk = heads // t, kv // t
         dev, bf = "cuda", torch.bfloat16
-        dims = {"qkv": ((self.hq + 2 * self.hk) * d, h), "o": (h, self.hq * d),
-                "gu": (2 * f // t, h), "down": (h, f // t)}
-        self.w, self.scale = {}, {}
-        for name, (rows, k) in dims.items():
-            w = torch.randn(rows, k, device=dev, dtype=bf) * (1.0 / math.sqrt(k))
-            if fp8:
-                s = (w.abs().max().float() / 448.0).clamp(min=1e-12)
-                self.w[name] = (w.float() / s).to(torch.float8_e4m3fn)
-                self.scale[name] = s
-            else:
-                self.w[name] = w.t().contiguous()
-            del w
+        self.w, self.scale = shard_weights(torch, h, heads, kv, f, t, fp8)
         self.n1 = torch.ones(h, device=dev, dtype=bf)
         self.n2 = torch.ones(h, device=dev, dtype=bf)
         inv = 1.0 / (500000.0 ** (torch.arange(0, d, 2, device=dev).float() / d))
