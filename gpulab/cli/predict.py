@@ -29,7 +29,10 @@ inside a node. The table's header says which.
 
 Under the table, a ``# CAVEAT`` line marks a preset that no measurement checks for
 collectives (no run of ours, no published nccl-tests result in ``gpulab/data``
-naming it, no ``gpulab fit`` calibration); in CSV/JSON it goes to stderr.
+naming it, no ``gpulab fit`` calibration); in CSV/JSON it goes to stderr. Where
+published nccl-tests runs of the same preset and size (GPUs, or nodes across the
+network) put a point of the model outside :data:`gpulab.network.POINT_TARGET`, a
+``# CHECK`` line there gives the model's median error per size band against them.
 ``--list-systems`` lists every node preset and cluster preset from the data files:
 GPUs, NVLink or PCIe, NICs, fabric, and what each supports: ``copies`` (the copy
 kinds of its measured copy calibration, the hardware time; ``--caller pytorch: ...``
@@ -482,7 +485,8 @@ def _predict_collective(args, out, system, sizes):
     except ValueError as exc:
         parser.error(_model_error(one_line(exc)))
     checked, _ = _collective_check(args.system, system, n)
-    caveat = None if checked else _caveat(args.system, system, n)
+    caveat = _public_check(args.system, system, n, args.nodes, gpp) if checked \
+        else _caveat(args.system, system, n)
     us = pred.time / units.US
     alg = pred.algbw / units.GB
     bus = pred.busbw / units.GB
@@ -523,6 +527,43 @@ def _caveat(name, system, n):
             "of ours and no published nccl-tests result in gpulab's data checks it, "
             "so these numbers are the model's extrapolation, not a checked "
             "prediction; measure before relying on them (gpulab compare)")
+
+
+def _public_check(name, system, n, nodes, gpp=1):
+    """The line under the table of a checked preset whose published runs at this size
+    (its GPUs and process model inside one domain; its node count across the network)
+    have a point outside the model's point target; None where they have none, or no
+    run matches."""
+    multi = n > system.scale_up_domain
+    if multi:
+        where = "gpulab/data/measurements/public_multinode.csv"
+        size = f"{nodes} nodes" if nodes is not None else None
+        groups = [e for e in network.public_errors()
+                  if e["system"] == str(name) and nodes is not None
+                  and e["nodes"] == nodes]
+    else:
+        where = "gpulab/data/measurements/public_singlenode.csv"
+        size = f"{n} GPUs, {gpp} GPU(s) per process"
+        groups = [e for e in calibration.public_singlenode_errors()
+                  if e["system"] == str(name) and e["gpus"] == n
+                  and (e["gpus_per_process"] or 1) == gpp]
+    if not groups or all(e["points_within"] >= 1.0 for e in groups):
+        return None
+    bands = []
+    for band, _, _, metric, _ in network.BANDS:
+        g = [e for e in groups if e["band"] == band]
+        if not g:
+            continue
+        pts = sum(e["points"] for e in g)
+        med = sorted(e["median_error"] for e in g)[len(g) // 2]
+        plural = "point" if pts == 1 else "points"
+        bands.append(f"{100 * med:+.0f}% {metric} {band} ({pts} {plural})")
+    worst = max((e["worst_error"] for e in groups), key=abs)
+    return (f"CHECK: published nccl-tests runs of {name} on {size} ({where}) against "
+            f"this model, (model - published) / published, median per size band: "
+            f"{'; '.join(bands)}; worst {100 * worst:+.0f}%, beyond the "
+            f"{100 * network.POINT_TARGET:.0f}% the model aims at: where they differ, "
+            "the published run is the better number")
 
 
 def _collective_table(args, out, system, n, transport, sizes, pred, gpp, caveat):
