@@ -31,6 +31,8 @@ line goes to stderr.
 Examples::
 
     gpulab compare azure_2x8_all_reduce.txt --system dgx-a100-spod --nodes 2
+    gpulab compare tests/data/nccltests/h100_2x8_all_reduce.txt --system gcp-a3-mega \
+        --nodes 2
     gpulab compare nccl_default.txt --system h200-x2-measured
     gpulab compare c_p2p_disable.txt --system h200-x2-measured --transport shm \\
         --collective all_gather --format csv
@@ -49,6 +51,11 @@ from .base import (add_network_args, check_network_flags, check_nvls, describe_n
                    read_sweeps, resolve_system)
 
 __all__ = ["register"]
+
+#: The repository's sample two-node run with the cluster preset it ran on (the
+#: help's example; START.ipynb points new users at the file).
+SAMPLE_COMMAND = ("gpulab compare tests/data/nccltests/h100_2x8_all_reduce.txt "
+                  "--system gcp-a3-mega --nodes 2")
 
 #: Exit status when a file's nccl-tests result checks failed (``#wrong`` > 0 or
 #: ``Out of bounds values : N FAILED``): the comparison is printed, with a
@@ -287,7 +294,9 @@ def register(sub, fmt):
                     "output, or CSV with size_bytes,time_us,...) with "
                     "gpulab.collectives.predict: per size the measured and "
                     "predicted time and busbw and the relative error, and a summary "
-                    "per size band. busbw in GB/s per direction (GB = 1e9 B).")
+                    "per size band. busbw in GB/s per direction (GB = 1e9 B).",
+        epilog=f"Example, the sample two-node file (2x8 H100 on Google Cloud A3 Mega, "
+               f"GPUDirect-TCPXO): {SAMPLE_COMMAND}")
     s.add_argument("files", nargs="+", metavar="FILE",
                    help="nccl-tests output (text or -J JSON) or a sweep CSV")
     s.add_argument("--system", required=True, metavar="NAME|FILE",
