@@ -178,3 +178,18 @@ def test_sequence_parallel_extra_time_is_stated_as_an_estimate():
     assert "calibrated on our 2x H200 runs" in near
     assert "no\n8-GPU run of ours checks them" in near or \
         "no 8-GPU run of ours checks them" in " ".join(near.split())
+
+
+def test_public_section_states_the_targets_and_the_middle_band():
+    """The comparison with published runs names its targets (median per source and
+    band, every point) and what the middle band, 64 KiB-1 GiB, does, all glued."""
+    prose = _prose(SCALE_OUT)
+    section = prose[prose.index("(scale-out-public)="):prose.index("(scale-out-experts)=")]
+    for needed in ("{glue:text}`so_target_big:.0f`%", "{glue:text}`so_point_target:.0f`%",
+                   "{glue:text}`so_band_mid`", "{glue:text}`so_pub_mid_ok`",
+                   "{glue:text}`so_pub_mid_n`", "{glue:text}`so_pub_mid_est_ok`",
+                   "The middle band is still the weakest"):
+        assert needed in section, needed
+    text = _text(SCALE_OUT)
+    assert 'glue("so_band_mid", network.BANDS[1][0]' in text
+    assert network.BANDS[1][1] == 64 * 1024 and network.BANDS[1][2] == 2**30
