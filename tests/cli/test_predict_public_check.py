@@ -3,8 +3,6 @@ model (a ``# CHECK`` line), and refuses network inputs it cannot model."""
 from __future__ import annotations
 
 import io
-import statistics
-
 import pytest
 
 from gpulab import calibration, cli, network
@@ -26,47 +24,71 @@ def _single_groups(name, gpus, gpp=1):
 
 
 # --- the CHECK line --------------------------------------------------------------------
-def test_gb200_rack_prints_the_public_runs_error_under_the_table():
-    """The full-rack public run (coreweave/nccl-tests#43) has a point beyond the
-    model's point target (mid sizes): predict says so under the table, with the
-    median error per band computed from the data, not typed."""
-    groups = _single_groups("gb200-nvl72", 72)
-    assert any(e["points_within"] < 1 for e in groups)      # the premise
-    rc, text = run(*COLL, "--system", "gb200-nvl72")
-    assert rc == 0
-    lines = text.splitlines()
-    assert lines[-3].startswith("# CHECK: published nccl-tests runs of gb200-nvl72 on "
-                                "72 GPUs")
-    assert "CAVEAT" not in text                 # checked, not unvalidated
+def _expect_check(text, groups, where):
+    """The CHECK line is there exactly when a matching group has a point beyond the
+    point target, with the median error per band and the worst, computed here."""
+    miss = any(e["points_within"] < 1 for e in groups)
+    lines = [ln for ln in text.splitlines() if ln.startswith("# CHECK:")]
+    assert len(lines) == (1 if miss else 0), text[-800:]
+    if not miss:
+        return
+    line = lines[0]
+    assert where in line and "CAVEAT" not in text        # checked, not unvalidated
+    assert text.splitlines()[-3] == line                  # under the table
     for band, _, _, metric, _ in network.BANDS:
         g = [e for e in groups if e["band"] == band]
         if g:
             med = sorted(e["median_error"] for e in g)[len(g) // 2]
-            assert f"{100 * med:+.0f}% {metric} {band}" in lines[-3]
+            assert f"{100 * med:+.0f}% {metric} {band}" in line
     worst = max((e["worst_error"] for e in groups), key=abs)
-    assert f"worst {100 * worst:+.0f}%" in lines[-3]
-    assert abs(worst) > network.POINT_TARGET
+    assert f"worst {100 * worst:+.0f}%" in line and abs(worst) > network.POINT_TARGET
 
 
-def test_check_line_goes_to_stderr_in_csv_and_json(capsys):
+def test_gb200_rack_check_line_follows_the_public_run():
+    """The full-rack public run (coreweave/nccl-tests#43): at HEAD of this test the
+    model misses its mid sizes (+52% at 512 MiB), which predict must say."""
+    rc, text = run(*COLL, "--system", "gb200-nvl72")
+    assert rc == 0
+    _expect_check(text, _single_groups("gb200-nvl72", 72),
+                  "# CHECK: published nccl-tests runs of gb200-nvl72 on 72 GPUs")
+
+
+def test_check_line_across_nodes_uses_the_runs_of_that_node_count():
+    groups = [e for e in network.public_errors()
+              if e["system"] == "aws-p5" and e["nodes"] == 32]
+    assert groups
+    rc, text = run(*COLL, "--system", "aws-p5", "--nodes", "32")
+    assert rc == 0
+    _expect_check(text, groups, "# CHECK: published nccl-tests runs of aws-p5 on 32 nodes")
+
+
+def _fake_miss(monkeypatch):
+    """One public group of gb200-nvl72 on 72 GPUs with a point beyond the target."""
+    fake = [{"url": "u", "system": "gb200-nvl72", "gpus": 72, "gpus_per_process": None,
+             "band": network.BANDS[1][0], "points": 3, "median_error": 0.5,
+             "worst_error": 0.61, "within": False, "points_within": 1 / 3}]
+    monkeypatch.setattr(calibration, "public_singlenode_errors", lambda: fake)
+
+
+def test_check_line_text_from_a_known_group(monkeypatch):
+    _fake_miss(monkeypatch)
+    rc, text = run(*COLL, "--system", "gb200-nvl72")
+    assert rc == 0
+    line = text.splitlines()[-3]
+    assert line.startswith("# CHECK: published nccl-tests runs of gb200-nvl72 on 72 GPUs, "
+                           "1 GPU(s) per process")
+    assert f"+50% busbw {network.BANDS[1][0]} (3 points)" in line
+    assert "worst +61%" in line and "the published run is the better number" in line
+
+
+def test_check_line_goes_to_stderr_in_csv_and_json(capsys, monkeypatch):
+    _fake_miss(monkeypatch)
     capsys.readouterr()
     for fmt in ("csv", "json"):
         rc, text = run(*COLL, "--system", "gb200-nvl72", "--format", fmt)
         assert rc == 0 and "CHECK" not in text
         assert "gpulab predict: warning: CHECK: published nccl-tests runs of " \
             "gb200-nvl72" in capsys.readouterr().err
-
-
-def test_check_line_across_nodes_uses_the_runs_of_that_node_count():
-    groups = [e for e in network.public_errors()
-              if e["system"] == "aws-p5" and e["nodes"] == 32]
-    assert any(e["points_within"] < 1 for e in groups)
-    rc, text = run(*COLL, "--system", "aws-p5", "--nodes", "32")
-    assert rc == 0
-    assert "# CHECK: published nccl-tests runs of aws-p5 on 32 nodes" in text
-    med = statistics.median_high(e["median_error"] for e in groups
-                                 if e["band"] == network.BANDS[2][0])
-    assert f"{100 * med:+.0f}% busbw {network.BANDS[2][0]}" in text
 
 
 @pytest.mark.parametrize("argv", [
