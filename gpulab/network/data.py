@@ -107,8 +107,9 @@ def nccl_version():
 @dataclass(frozen=True)
 class Fabric:
     """A scale-out fabric: achieved fraction of the NIC line rate, the latency it adds
-    to each network step beyond NCCL's own (InfiniBand) constants, and per extra
-    switch hop. [fraction, s, s]"""
+    to each network step beyond NCCL's own (InfiniBand) constants, per extra
+    switch hop, and the latency its NCCL plugin reports to NCCL's tuner (a tuning
+    input the tuner adds to its estimate, not a time). [fraction, s, s, s]"""
 
     name: str
     description: str
@@ -116,6 +117,7 @@ class Fabric:
     extra_latency_s: float
     switch_hop_s: float
     aliases: tuple
+    tuner_latency_s: float = 0.0
 
 
 def fabric_names():
@@ -156,7 +158,8 @@ def _fabric(key):
     f = _doc()["fabrics"][key]
     return Fabric(key, f["description"], float(f["efficiency"]["value"]),
                   float(f["extra_latency_s"]["value"]),
-                  float(f["switch_hop_s"]["value"]), tuple(f.get("aliases", ())))
+                  float(f["switch_hop_s"]["value"]), tuple(f.get("aliases", ())),
+                  float(f["tuner_latency_s"]["value"]))
 
 
 @functools.lru_cache(maxsize=16)
@@ -236,7 +239,7 @@ def parse_nics(nics, param="nics"):
 
 _CLUSTER_KEYS = ("description", "node", "nic", "nics", "fabric", "topology",
                  "oversubscription", "sharp_capable", "source", "accessed")
-_CLUSTER_OPTIONAL = ("leaf_nodes", "fabric_fixed")
+_CLUSTER_OPTIONAL = ("leaf_nodes", "fabric_fixed", "tuner_latency_s")
 
 
 def _check_cluster(name, rec):
@@ -266,6 +269,11 @@ def _check_cluster(name, rec):
         if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1_000_000:
             raise ValueError(f"{where}.leaf_nodes: must be an integer in [1, 1000000]; "
                              f"got {v!r}")
+    if "tuner_latency_s" in rec:
+        v = rec["tuner_latency_s"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1e-3:
+            raise ValueError(f"{where}.tuner_latency_s: must be a number of seconds in "
+                             f"[0, 0.001]; got {v!r}")
     for k in ("fabric_fixed", "sharp_capable"):
         if k in rec and not isinstance(rec[k], bool):
             raise ValueError(f"{where}.{k}: must be true or false; got {rec[k]!r}")
@@ -283,6 +291,8 @@ def _cluster_records():
 def cluster_records():
     """The ``clusters`` section: ``{name: record}`` (copies), each record checked:
     the required keys, ``nics`` as COUNTxRATE, a known fabric and topology,
-    ``oversubscription`` in [1, 1000], the optional ``leaf_nodes`` (an integer >= 1)
-    and ``fabric_fixed`` (true: the provider fixes the network's fabric)."""
+    ``oversubscription`` in [1, 1000], the optional ``leaf_nodes`` (an integer >= 1),
+    ``fabric_fixed`` (true: the provider fixes the network's fabric) and
+    ``tuner_latency_s`` (the latency the instance's network plugin reports to NCCL's
+    tuner, where it differs from the fabric's)."""
     return copy.deepcopy(_cluster_records())

@@ -102,7 +102,8 @@ class NetworkPath:
     hops : int
         Switches between two nodes.
     extra_latency_s : float
-        Latency each network step adds to NCCL's own network constants. [s]
+        Latency each network step adds to NCCL's own network constants (the
+        fabric's, and the switch hops beyond one). [s]
     fabric, arch : str
     gdr, sharp, nvswitch : bool
     intra : str
@@ -111,6 +112,11 @@ class NetworkPath:
         A node's network rate for alltoall, where every node talks to every other
         and more bytes leave the leaf group than a ring's or tree's (None: as
         ``net_bw``). [B/s]
+    tuner_latency_s : float
+        The latency the network plugin reports to NCCL (``props.latency``): NCCL's
+        tuner adds it to each network step of its estimate (twice for Simple); it
+        steers the pick and is not a time (0 for InfiniBand/RoCE and TCPX, 75 us
+        from aws-ofi-nccl on most EFA instances). [s]
     """
 
     nodes: int
@@ -129,6 +135,7 @@ class NetworkPath:
     nvswitch: bool
     intra: str = "nvlink"
     alltoall_bw: float | None = None
+    tuner_latency_s: float = 0.0
 
 
 #: How ranks sit on the leaf groups of a fat tree: ``ordered`` (nodes of a job in
@@ -205,6 +212,7 @@ def network_path(system, n_ranks, nvls=True, placement="ordered"):
             net_bw = min(net_bw, net_bw * leaf / o)
     hops = topo["hops_beyond"] if beyond else topo["hops_inside"]
     extra = fab.extra_latency_s + (hops - 1) * fab.switch_hop_s
+    tuner = fab.tuner_latency_s if net.tuner_latency_s is None else net.tuner_latency_s
     host = pcie.encoded_bandwidth(system.pcie.generation,
                                   system.pcie.lanes).bytes_per_s
     pinned = system.host_copy.params("pinned", "d2h")
@@ -221,7 +229,8 @@ def network_path(system, n_ranks, nvls=True, placement="ordered"):
     if a2a_bw is not None:
         a2a_bw = min(a2a_bw, net_bw)
     return NetworkPath(nodes, ppn, nics, rate, net_bw, nv_bw, nvls_bw, hops, extra,
-                       fab.name, arch, net.gdr, net.sharp, nvswitch, intra, a2a_bw)
+                       fab.name, arch, net.gdr, net.sharp, nvswitch, intra, a2a_bw,
+                       tuner)
 
 
 # --- NCCL's latencies ----------------------------------------------------------------
@@ -233,13 +242,20 @@ def _base(algo, proto):
     return data.constant_view("base_latency_s")[algo].get(proto, 0.0)
 
 
-def _inter_lat(p, algo, proto):
-    """NCCL's latency of one network step (tuning.cc lines 386-391): the NET
-    latency of the algorithm (the tree's with one rank per node) plus the
-    network's own latency, twice for Simple (the flush)."""
+def _inter_lat(p, algo, proto, run=False):
+    """Latency of one network step. [s]
+
+    The tuner's (``run=False``, tuning.cc lines 386-391): the NET latency of the
+    algorithm (the tree's with one rank per node) plus the latency the network
+    plugin reports, twice for Simple (NCCL's allowance for the flush). The run's
+    (``run=True``, ours): the same NET latency plus the fabric's own latency once;
+    a GPUDirect flush (before Hopper) is a read inside the node, not another
+    network crossing, and is not modelled."""
     own = "tree" if p.ranks_per_node == 1 and algo in ("ring", "tree") else algo
-    lat = _hw("net", own, proto) + p.extra_latency_s
-    return lat + (p.extra_latency_s if proto == "Simple" else 0.0)
+    if run:
+        return _hw("net", own, proto) + p.extra_latency_s
+    lat = _hw("net", own, proto) + p.tuner_latency_s
+    return lat + (p.tuner_latency_s if proto == "Simple" else 0.0)
 
 
 def _ll_max(p):
@@ -265,18 +281,18 @@ def _tree_correction(s, proto):
     return out
 
 
-def _ring(collective, s, n, p, proto, kind):
+def _ring(collective, s, n, p, proto, kind, run=False):
     f = data.constant_view("protocol_factor")
     nsteps = 2 * (n - 1) if collective == "all_reduce" else (
         n - 1 if collective in ("all_gather", "reduce_scatter") else n)
     if collective in ("broadcast", "reduce"):
-        lat = _base("ring", proto) + _inter_lat(p, "ring", proto)
+        lat = _base("ring", proto) + _inter_lat(p, "ring", proto, run)
     else:
         overhead = data.constant_view("net_overhead_s") * (3 if proto == "Simple" else 1)
         intra = max(_hw(kind, "ring", proto), overhead)
         n_inter = 2 * (p.nodes - 1) if collective == "all_reduce" else p.nodes - 1
         lat = _base("ring", proto) + (nsteps - n_inter) * intra \
-            + n_inter * _inter_lat(p, "ring", proto)
+            + n_inter * _inter_lat(p, "ring", proto, run)
     lat = np.full(s.shape, lat)
     if collective == "all_reduce" and proto == "Simple":
         channels = max(1.0, 2 * p.nics)          # rings doubled (connect.cc line 460)
@@ -297,11 +313,11 @@ def _tree_factor(p):
     return 1.0 if p.nodes <= 2 else 2.0
 
 
-def _tree(s, n, p, proto, kind):
+def _tree(s, n, p, proto, kind, run=False):
     f = data.constant_view("protocol_factor")
     lat = _base("tree", proto) + 2 * ((p.ranks_per_node - 1) * _hw(kind, "tree", proto)
                                       + math.floor(math.log2(p.nodes))
-                                      * _inter_lat(p, "tree", proto))
+                                      * _inter_lat(p, "tree", proto, run))
     t_byte = _tree_factor(p) / p.net_bw
     if p.ranks_per_node > 1:           # the chain: each GPU sends up and down
         t_byte = max(t_byte, 2.0 / p.nvlink_bw)
@@ -313,14 +329,14 @@ def _tree(s, n, p, proto, kind):
     return lat + s / (b * _tree_correction(s, proto))
 
 
-def _nvlstree(s, n, p, kind):
+def _nvlstree(s, n, p, kind, run=False):
     lat = _hw(kind, "nvlstree", "Simple") + 2 * math.floor(math.log2(p.nodes)) \
-        * _inter_lat(p, "nvlstree", "Simple")
+        * _inter_lat(p, "nvlstree", "Simple", run)
     b = 1.0 / max(1.0 / p.nvls_bw, _tree_factor(p) / p.net_bw)
     return lat + s / b
 
 
-def _collnet(s, n, p, kind):
+def _collnet(s, n, p, kind, run=False):
     f = data.constant_view("protocol_factor")
     g = p.ranks_per_node
     algo = "collnet_direct" if p.nvswitch else "collnet_chain"
@@ -328,7 +344,7 @@ def _collnet(s, n, p, kind):
         lat = 2 * (min(1, g - 1) * _hw(kind, algo, "Simple") + (g - 1) * 0.4e-6)
     else:
         lat = 2 * (g - 1) * _hw(kind, algo, "Simple")
-    lat += _inter_lat(p, algo, "Simple")
+    lat += _inter_lat(p, algo, "Simple", run)
     intra = p.nvls_bw if p.nvls_bw else p.nvlink_bw / 2
     b = 1.0 / max(1.0 / intra, 1.0 / p.net_bw)     # the switch reduces: S per node
     if p.nvswitch and p.arch in ("hopper", "blackwell"):
@@ -336,11 +352,11 @@ def _collnet(s, n, p, kind):
     return lat + s / b
 
 
-def _direct(collective, s, n, p, kind):
+def _direct(collective, s, n, p, kind, run=False):
     """alltoall / sendrecv across nodes: one network step of NCCL's point-to-point
     path; bytes bound by the NICs and NVLink (alltoall: every rank's traffic to the
     other nodes through the node's NICs)."""
-    lat = _base("ring", "Simple") + _inter_lat(p, "ring", "Simple")
+    lat = _base("ring", "Simple") + _inter_lat(p, "ring", "Simple", run)
     g = p.ranks_per_node
     if collective == "alltoall":
         t_net = g * (n - g) / n / (p.alltoall_bw or p.net_bw)
@@ -419,10 +435,10 @@ def executed_time(collective, s, n, p, algo, proto):
         return _nvlstree_executed(s, p)
     if algo not in ("ring", "tree") or collective not in (
             "all_reduce", "all_gather", "reduce_scatter"):
-        return _one(collective, s, n, p, algo, proto)
+        return _one(collective, s, n, p, algo, proto, run=True)
     nc_max = _max_channels(p)
     share = _proto_rate(proto)
-    lat_net = _inter_lat(p, algo, proto)
+    lat_net = _inter_lat(p, algo, proto, run=True)
     lat_in = _intra_hop(proto)
     if algo == "ring":
         nc = execution.channels_used(s, nc_max, proto, n, "ring")
@@ -456,21 +472,25 @@ def _nvlstree_executed(s, p):
     rate_in = p.nvls_bw / ops
     rate_net = p.net_bw / (_tree_factor(p) * ops)
     t = execution.pipeline_time(s, ops, piece, piece, hi, hn, _intra_hop("Simple"),
-                                _inter_lat(p, "nvlstree", "Simple"), rate_in, rate_net)
+                                _inter_lat(p, "nvlstree", "Simple", run=True), rate_in,
+                                rate_net)
     return _base("nvlstree", "Simple") + t
 
 
-def _one(collective, s, n, p, algo, proto):
+def _one(collective, s, n, p, algo, proto, run=False):
+    """NCCL's tuner estimate of (algo, proto) (``run=True``: the same form with the
+    run's network latency, for the algorithms :func:`executed_time` does not
+    model step by step)."""
     kind = p.intra
     if algo == "ring":
-        return _ring(collective, s, n, p, proto, kind)
+        return _ring(collective, s, n, p, proto, kind, run)
     if algo == "tree":
-        return _tree(s, n, p, proto, kind)
+        return _tree(s, n, p, proto, kind, run)
     if algo == "nvlstree":
-        return _nvlstree(s, n, p, kind)
+        return _nvlstree(s, n, p, kind, run)
     if algo == "collnet":
-        return _collnet(s, n, p, kind)
-    return _direct(collective, s, n, p, kind)
+        return _collnet(s, n, p, kind, run)
+    return _direct(collective, s, n, p, kind, run)
 
 
 @finite_answer

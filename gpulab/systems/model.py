@@ -86,6 +86,11 @@ class NetworkConfig:
     leaf_nodes : int or None
         Nodes that reach each other through one switch; None: the topology's
         default (``gpulab/data/network.yaml``).
+    tuner_latency_s : float or None
+        The latency the network plugin reports to NCCL (``props.latency``), which
+        NCCL's tuner adds to every network step of its estimate; None: the
+        fabric's (``gpulab/data/network.yaml``). A tuning input, not a
+        measured latency. [s]
     """
 
     nic: str | None
@@ -97,6 +102,7 @@ class NetworkConfig:
     topology: str = "rail_optimized"
     oversubscription: float = 1.0
     leaf_nodes: int | None = None
+    tuner_latency_s: float | None = None
 
     @property
     def nic_spec(self):

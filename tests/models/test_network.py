@@ -107,6 +107,48 @@ def test_small_messages_pay_the_network_latency():
     assert efa["time"][0] == pytest.approx(32.2e-6 + 2 * extra, rel=0.01)
 
 
+def test_the_plugin_latency_steers_the_pick_not_the_time():
+    """aws-ofi-nccl reports 75 us to NCCL (35 us on p5en); NCCL's tuner adds it to
+    every network step of its estimate (twice for Simple, tuning.cc 389-391). The
+    run pays the fabric's own latency once per step."""
+    p5 = N.network_path(N.scale_out("aws-p5", 2), 16)
+    p5en = N.network_path(N.scale_out("aws-p5en", 2), 16)
+    ib = N.network_path(N.scale_out("dgx-h100-spod", 2), 16)
+    assert p5.tuner_latency_s == pytest.approx(75e-6)
+    assert p5en.tuner_latency_s == pytest.approx(35e-6)
+    assert ib.tuner_latency_s == 0.0
+    assert N.network_path(N.scale_out("gcp-a3-mega", 2), 16).tuner_latency_s == 0.0
+    # a forced tree LL at 8 B on two nodes: 2 network steps. The estimate moves by
+    # 2 x (75 - 35) us between p5 and p5en (same fabric, same physical latency);
+    # the executed time does not move at all
+    kw = dict(algorithm="tree", protocol="LL")
+    a = N.collective_times("all_reduce", 8, 16, N.scale_out("aws-p5", 2), **kw)
+    b = N.collective_times("all_reduce", 8, 16, N.scale_out("aws-p5en", 2), **kw)
+    p5_node = N.collective_times("all_reduce", 8, 16, N.scale_out("aws-p5e", 2), **kw)
+    assert a["estimate"][0] - p5_node["estimate"][0] == pytest.approx(0, abs=1e-12)
+    # p5en's H200 node is p5e's: only the plugin latency differs from p5e
+    assert p5_node["estimate"][0] - b["estimate"][0] == pytest.approx(2 * 40e-6,
+                                                                     rel=1e-6)
+    assert p5_node["time"][0] == pytest.approx(b["time"][0], rel=0.05)
+    # Simple counts the plugin latency twice in the estimate, the run once
+    s = N.collective_times("all_reduce", 8, 16, N.scale_out("aws-p5", 2),
+                           algorithm="tree", protocol="Simple")
+    ll = N.collective_times("all_reduce", 8, 16, N.scale_out("aws-p5", 2), **kw)
+    hw = N.record("nccl/hw_latency_s")["value"]["net"]["tree"]
+    est_gap = s["estimate"][0] - ll["estimate"][0]
+    hw_gap = 2 * (hw["Simple"] - hw["LL"])
+    assert est_gap - hw_gap > 2 * 75e-6 * 0.99         # 2 network steps x 75 us more
+
+
+def test_a_cluster_preset_refuses_a_bad_plugin_latency():
+    from gpulab.network import data as D
+    rec = dict(N.cluster_preset("aws-p5en"))
+    for bad in (-1e-6, 0.5, True, "35us"):
+        rec["tuner_latency_s"] = bad
+        with pytest.raises(ValueError, match="tuner_latency_s"):
+            D._check_cluster("x", rec)
+
+
 # --- properties -----------------------------------------------------------------------
 @pytest.mark.parametrize("preset", ["dgx-h100-spod", "dgx-a100-spod", "aws-p5",
                                     "gcp-a3-mega"])
@@ -227,7 +269,7 @@ def test_every_record_has_kind_source_and_date():
                  "tree_correction", "nvls_efficiency"):
         recs.append(N.record(f"nccl/{name}"))
     for f in N.fabric_names()[:4]:
-        for key in ("efficiency", "extra_latency_s", "switch_hop_s"):
+        for key in ("efficiency", "extra_latency_s", "switch_hop_s", "tuner_latency_s"):
             recs.append(N.record(f"fabrics/{f}/{key}"))
     for t in systems.NETWORK_TOPOLOGIES:
         recs.append(N.record(f"topologies/{t}/leaf_nodes"))
