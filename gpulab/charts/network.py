@@ -27,8 +27,8 @@ def network_chart(cluster="dgx-h100-spod", nodes=2, fabric="preset",
     :func:`gpulab.network.scale_out` and :func:`gpulab.collectives.predict` over
     :data:`NETWORK_CURVE` for every combination of :data:`NETWORK_CLUSTERS`,
     :data:`NETWORK_CHART_NODES` and :data:`NETWORK_CHART_FABRICS` (the preset's NICs);
-    the summary at each of :data:`NETWORK_MARKS`. The arguments pick the initial
-    point."""
+    the summary at each of :data:`NETWORK_MARKS`; published points where their size
+    is one of the curve's. The arguments pick the initial point."""
     controls = (
         Control("cluster", "Cluster", NETWORK_CLUSTERS, cluster),
         Control("nodes", "Nodes", NETWORK_CHART_NODES, nodes, kind="radio"),
@@ -48,8 +48,10 @@ def network_chart(cluster="dgx-h100-spod", nodes=2, fabric="preset",
         pred = collectives.predict("all_reduce", NETWORK_CURVE, c.n_gpus, c)
         path = network.network_path(c, c.n_gpus)
         same = fabric == "preset" or network.canonical_fabric(fabric) == own
+        # published points at the model's sizes (a page stays light as sources grow)
         pub = sorted((r["size_bytes"], r["busbw_gbps"], r["time_us"]) for r in public
                      if same and r["system"] == cluster and r["nodes"] == nodes
+                     and r["size_bytes"] in NETWORK_CURVE
                      and r["collective"] == "all_reduce"
                      and r["nics"] == network.cluster_preset(cluster)["nics"])
         return c, pred, path, pub, (own if fixed else None)
