@@ -270,18 +270,18 @@ def test_list_systems_follows_the_data(monkeypatch):
 
 # --- 5. the caveat of presets nothing checks ----------------------------------------
 def test_caveat_under_the_table_of_an_unchecked_preset(capsys):
-    rc, text = run("predict", "--collective", "all_reduce", "--system", "hgx-a100-4gpu",
+    rc, text = run("predict", "--collective", "all_reduce", "--system", "a100-pcie-x8",
                    "-b", "8G", "-e", "8G")
     lines = text.splitlines()
     assert rc == 0
-    assert lines[-3].startswith("# CAVEAT: hgx-a100-4gpu is unvalidated for collectives")
+    assert lines[-3].startswith("# CAVEAT: a100-pcie-x8 is unvalidated for collectives")
     assert lines[-2].startswith("# Avg bus bandwidth") and lines[-1] == "#"
     # csv/json: the caveat goes to stderr, the data stays parseable
     capsys.readouterr()
-    rc, text = run("predict", "--collective", "all_reduce", "--system", "hgx-a100-4gpu",
+    rc, text = run("predict", "--collective", "all_reduce", "--system", "a100-pcie-x8",
                    "-b", "8G", "-e", "8G", "--format", "csv")
     assert rc == 0 and "CAVEAT" not in text
-    assert "gpulab predict: warning: CAVEAT: hgx-a100-4gpu" in capsys.readouterr().err
+    assert "gpulab predict: warning: CAVEAT: a100-pcie-x8" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv", [["--system", "h200-x2-measured"],
