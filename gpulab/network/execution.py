@@ -13,7 +13,8 @@ module models that run from NCCL's own mechanics (NCCL 2.30.7, file and line in
 2. **Pieces.** Every channel moves its share in pieces: a ring all_reduce step moves
    ``min(chunk, share / ranks)`` bytes, in slices of half a chunk for Simple (chunk =
    4 buffer steps, slice = 2; ``collectives.h``); a tree moves one buffer step at a
-   time. Simple signals a piece only once it is whole, so each hop is
+   time (NCCL cuts LL128's chunk smaller for mid sizes; the model does not, see
+   :func:`tree_piece`). Simple signals a piece only once it is whole, so each hop is
    store-and-forward at slice granularity; LL and LL128 flag every 8- or 128-byte
    line, so over NVLink they forward almost at once, while a network step still
    leaves only when the proxy has the whole step.
@@ -35,8 +36,9 @@ hop :math:`h`, :math:`W` the bytes each rank sends over the call, :math:`k(S)` t
 channels used. NCCL's are the channel rule, the buffer/step/chunk/slice sizes, the
 steps per algorithm and the per-step latencies (its tuner's constants, used here as
 the latency of one step); ours are the per-channel rates (the achieved rate of the
-path shared by NCCL's channel count) and the assumption that the first piece's path
-sets the fill.
+path shared by NCCL's channel count), the assumption that the first piece's path
+sets the fill, and (in :mod:`gpulab.network.model`) a tree streaming at NCCL's own
+size-dependent tree efficiency (its tuner's ``treeCorrectionFactor``).
 """
 from __future__ import annotations
 
@@ -131,6 +133,14 @@ def channels_used(message_bytes, max_channels, protocol, n_ranks, algorithm="rin
 def tree_piece(message_bytes, channels, protocol):
     """Bytes one tree step moves on one channel: the channel's share, at most one
     buffer step (the tree runs with chunkSteps = sliceSteps = 1). [B]
+
+    For LL128, NCCL cuts the chunk further while a channel's share holds few chunks
+    (``calcCollChunking``, ``src/enqueue.cc`` lines 2286-2294 at v2.30.7-1: down to
+    about 70 KB for a 1 MiB share on 4 nodes of 8). The model keeps one buffer step:
+    with NCCL's smaller pieces, and no per-piece network cost in the model, its
+    pipeline ran ahead of the public multi-node runs it was checked against (28 of
+    58 source-band groups within target instead of 30), so that cost is missing and
+    the larger piece stands in for it. This is ours, not NCCL's.
 
     >>> int(tree_piece(2**30, 16, "Simple"))
     524288

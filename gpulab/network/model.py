@@ -451,8 +451,11 @@ def executed_time(collective, s, n, p, algo, proto):
     hi, hn = execution.tree_hops(p.ranks_per_node, p.nodes)
     # the chain sends each byte up and down over a GPU's links; a node sends and
     # receives the buffer _tree_factor times over its NICs
-    rate_in = p.nvlink_bw * share / (2 * nc_max)
-    rate_net = p.net_bw * share / (_tree_factor(p) * nc_max)
+    # the tree streams at NCCL's own size-dependent tree efficiency (its tuner's
+    # treeCorrectionFactor, tuning.cc 620-627: measured by NCCL's authors, not us)
+    corr = _tree_correction(s, proto)
+    rate_in = p.nvlink_bw * share * corr / (2 * nc_max)
+    rate_net = p.net_bw * share * corr / (_tree_factor(p) * nc_max)
     return _base("tree", proto) + execution.pipeline_time(
         s, nc, execution.store_forward_piece(piece, proto, "intra"),
         execution.store_forward_piece(piece, proto, "net"), hi, hn, lat_in, lat_net,

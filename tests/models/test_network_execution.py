@@ -59,6 +59,20 @@ def test_pipeline_of_one_piece_is_the_sum_of_its_hops():
     assert t10 == pytest.approx(t + 9 * q / 5e9, rel=1e-9)
 
 
+def test_the_run_of_a_tree_streams_at_nccls_tree_efficiency():
+    """A forced tree on two nodes: the same call with the correction factor of the
+    size's bin (tuning.cc 620-627) streams slower by that factor: 2 MiB (bin 15,
+    LL128 0.6) pays more than 2 x the stream time of 32 MiB's 16th (bin 19, 0.9)."""
+    c = N.scale_out("dgx-h100-spod", 2)
+    kw = dict(algorithm="tree", protocol="LL128")
+    small = N.collective_times("all_reduce", [2 * 2**20], 16, c, **kw)["time"][0]
+    big = N.collective_times("all_reduce", [32 * 2**20], 16, c, **kw)["time"][0]
+    table = D.record("nccl/tree_correction")["value"]["LL128"]
+    assert table[15] == 0.6 and table[19] == 0.9
+    # per byte, the 2 MiB call is slower than the 32 MiB one by more than 0.9 / 0.6
+    assert (small / 2) / (big / 32) > 0.9 / 0.6
+
+
 def test_network_window_limits_a_high_latency_fabric():
     # 1 KiB pieces over a 50 us hop: 8 x 1 KiB per 100 us = 82 MB/s per channel
     q = 1024.0
