@@ -138,8 +138,10 @@ def test_scale_out_caveats_are_stated_with_glued_numbers():
     # the two-node NVLSTree figure: an upper bound beside public runs
     i = prose.index("{glue:text}`so_k2_busbw:.0f`")
     assert "upper bound" in prose[i:i + 900]
-    assert "{glue:text}`so_pub2_h20_gb`" in prose[i:i + 900]
-    assert "{glue:text}`so_pub2_h100_gb:.0f`" in prose[i:i + 900]
+    assert "{glue:text}`so_pub2_lo:.0f`" in prose[i:i + 900]
+    assert "{glue:text}`so_pub2_hi:.0f`" in prose[i:i + 900]
+    # the public figures come from the data, none typed into a code cell
+    assert "PUB_H20_NVLSTREE_GB" not in _text(SCALE_OUT)
     # GDR off: the loss as a glued percentage, and the right limit in the caption
     assert prose.count("{glue:text}`so_gdr_loss_pct:.0f`%") >= 2
     assert "GPUs' PCIe links, which\n      carry every staged byte twice" in _text(SCALE_OUT)
