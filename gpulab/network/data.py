@@ -239,7 +239,7 @@ def parse_nics(nics, param="nics"):
 
 _CLUSTER_KEYS = ("description", "node", "nic", "nics", "fabric", "topology",
                  "oversubscription", "sharp_capable", "source", "accessed")
-_CLUSTER_OPTIONAL = ("leaf_nodes", "fabric_fixed", "tuner_latency_s")
+_CLUSTER_OPTIONAL = ("leaf_nodes", "fabric_fixed", "tuner_latency_s", "nccl_protocols")
 
 
 def _check_cluster(name, rec):
@@ -274,6 +274,11 @@ def _check_cluster(name, rec):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1e-3:
             raise ValueError(f"{where}.tuner_latency_s: must be a number of seconds in "
                              f"[0, 0.001]; got {v!r}")
+    if "nccl_protocols" in rec:
+        v = rec["nccl_protocols"]
+        if not isinstance(v, list) or not v or any(x not in PROTOCOLS for x in v):
+            raise ValueError(f"{where}.nccl_protocols: must be a non-empty list of "
+                             f"{', '.join(PROTOCOLS)}; got {v!r}")
     for k in ("fabric_fixed", "sharp_capable"):
         if k in rec and not isinstance(rec[k], bool):
             raise ValueError(f"{where}.{k}: must be true or false; got {rec[k]!r}")
@@ -294,5 +299,6 @@ def cluster_records():
     ``oversubscription`` in [1, 1000], the optional ``leaf_nodes`` (an integer >= 1),
     ``fabric_fixed`` (true: the provider fixes the network's fabric) and
     ``tuner_latency_s`` (the latency the instance's network plugin reports to NCCL's
-    tuner, where it differs from the fabric's)."""
+    tuner, where it differs from the fabric's) and ``nccl_protocols`` (the protocols
+    the plugin leaves NCCL across nodes)."""
     return copy.deepcopy(_cluster_records())

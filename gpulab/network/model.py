@@ -117,6 +117,9 @@ class NetworkPath:
         tuner adds it to each network step of its estimate (twice for Simple); it
         steers the pick and is not a time (0 for InfiniBand/RoCE and TCPX, 75 us
         from aws-ofi-nccl on most EFA instances). [s]
+    protocols : tuple of str
+        The protocols NCCL may use across these nodes (all three unless the
+        network plugin sets ``NCCL_PROTO``).
     """
 
     nodes: int
@@ -136,6 +139,7 @@ class NetworkPath:
     intra: str = "nvlink"
     alltoall_bw: float | None = None
     tuner_latency_s: float = 0.0
+    protocols: tuple = ("LL", "LL128", "Simple")
 
 
 #: How ranks sit on the leaf groups of a fat tree: ``ordered`` (nodes of a job in
@@ -230,7 +234,7 @@ def network_path(system, n_ranks, nvls=True, placement="ordered"):
         a2a_bw = min(a2a_bw, net_bw)
     return NetworkPath(nodes, ppn, nics, rate, net_bw, nv_bw, nvls_bw, hops, extra,
                        fab.name, arch, net.gdr, net.sharp, nvswitch, intra, a2a_bw,
-                       tuner)
+                       tuner, net.protocols or ("LL", "LL128", "Simple"))
 
 
 # --- NCCL's latencies ----------------------------------------------------------------
@@ -401,7 +405,8 @@ def candidates(collective, p, algorithm="auto"):
             protos = ("LL", "LL128", "Simple") if p.gdr else ("LL", "Simple")
         else:
             protos = ("Simple",)
-        out.extend((a, pr) for pr in protos)
+        # a plugin's NCCL_PROTO (aws-ofi-nccl: Simple without in-order delivery)
+        out.extend((a, pr) for pr in protos if pr in p.protocols)
     return out
 
 

@@ -91,6 +91,10 @@ class NetworkConfig:
         NCCL's tuner adds to every network step of its estimate; None: the
         fabric's (``gpulab/data/network.yaml``). A tuning input, not a
         measured latency. [s]
+    protocols : tuple of str or None
+        The NCCL protocols a job across nodes may use where the network plugin
+        restricts them (aws-ofi-nccl sets ``NCCL_PROTO=simple`` where EFA does not
+        deliver 128-byte writes in order); None: all of LL, LL128 and Simple.
     """
 
     nic: str | None
@@ -103,6 +107,7 @@ class NetworkConfig:
     oversubscription: float = 1.0
     leaf_nodes: int | None = None
     tuner_latency_s: float | None = None
+    protocols: tuple | None = None
 
     @property
     def nic_spec(self):

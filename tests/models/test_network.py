@@ -140,12 +140,39 @@ def test_the_plugin_latency_steers_the_pick_not_the_time():
     assert est_gap - hw_gap > 2 * 75e-6 * 0.99         # 2 network steps x 75 us more
 
 
+def test_a_plugin_that_sets_nccl_proto_simple_leaves_only_simple():
+    """aws-ofi-nccl sets NCCL_PROTO=simple on p4d/p4de (no in-order 128-byte
+    delivery on its SENDRECV transport): every pick across nodes is Simple, and an
+    8 B all_reduce pays Simple's latencies (slower than with LL on the same hardware
+    given all protocols)."""
+    p4de = N.scale_out("aws-p4de", 2)
+    path = N.network_path(p4de, 16)
+    assert path.protocols == ("Simple",)
+    s = 2.0 ** np.arange(3, 34, 3)
+    r = N.collective_times("all_reduce", s, 16, p4de)
+    assert set(r["protocol"].tolist()) == {"Simple"}
+    with pytest.raises(ValueError, match="protocol 'LL'"):
+        N.collective_times("all_reduce", s, 16, p4de, protocol="LL")
+    # the same nodes with every protocol allowed (a DGX A100 pod over the same NICs)
+    free = N.scale_out("dgx-a100-spod", 2, nics="4x100G", fabric="efa")
+    assert N.network_path(free, 16).protocols == ("LL", "LL128", "Simple")
+    t_free = N.collective_times("all_reduce", [8], 16, free)
+    t_p4de = N.collective_times("all_reduce", [8], 16, p4de)
+    assert t_free["protocol"][0] != "Simple"
+    assert t_p4de["time"][0] > t_free["time"][0]
+
+
 def test_a_cluster_preset_refuses_a_bad_plugin_latency():
     from gpulab.network import data as D
     rec = dict(N.cluster_preset("aws-p5en"))
     for bad in (-1e-6, 0.5, True, "35us"):
         rec["tuner_latency_s"] = bad
         with pytest.raises(ValueError, match="tuner_latency_s"):
+            D._check_cluster("x", rec)
+    rec = dict(N.cluster_preset("aws-p4de"))
+    for bad in ([], ["simple"], "Simple", ["LL", "X"]):
+        rec["nccl_protocols"] = bad
+        with pytest.raises(ValueError, match="nccl_protocols"):
             D._check_cluster("x", rec)
 
 
