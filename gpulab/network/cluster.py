@@ -65,7 +65,8 @@ def _base_system(system):
                 rec["fabric"]), nic_gbit_per_s=rate, sharp=False, gdr=True,
             topology=rec["topology"], oversubscription=float(rec["oversubscription"]),
             leaf_nodes=rec.get("leaf_nodes"), tuner_latency_s=rec.get("tuner_latency_s"),
-            protocols=tuple(rec["nccl_protocols"]) if "nccl_protocols" in rec else None)
+            protocols=tuple(rec["nccl_protocols"]) if "nccl_protocols" in rec else None,
+            nccl_env=tuple(sorted(rec.get("nccl_env", {}).items())))
         node = dataclasses.replace(node, name=system, network=net,
                                    n_gpus=node.scale_up_domain,
                                    description=rec["description"],

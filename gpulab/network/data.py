@@ -239,7 +239,10 @@ def parse_nics(nics, param="nics"):
 
 _CLUSTER_KEYS = ("description", "node", "nic", "nics", "fabric", "topology",
                  "oversubscription", "sharp_capable", "source", "accessed")
-_CLUSTER_OPTIONAL = ("leaf_nodes", "fabric_fixed", "tuner_latency_s", "nccl_protocols")
+_CLUSTER_OPTIONAL = ("leaf_nodes", "fabric_fixed", "tuner_latency_s", "nccl_protocols",
+                     "nccl_env")
+#: NCCL settings a cluster preset may carry (``nccl_env``), in bytes.
+NCCL_ENV_KEYS = ("NCCL_BUFFSIZE", "NCCL_NVLS_CHUNKSIZE", "NCCL_NVLSTREE_MAX_CHUNKSIZE")
 
 
 def _check_cluster(name, rec):
@@ -279,6 +282,18 @@ def _check_cluster(name, rec):
         if not isinstance(v, list) or not v or any(x not in PROTOCOLS for x in v):
             raise ValueError(f"{where}.nccl_protocols: must be a non-empty list of "
                              f"{', '.join(PROTOCOLS)}; got {v!r}")
+    if "nccl_env" in rec:
+        env = rec["nccl_env"]
+        if not isinstance(env, dict) or not env:
+            raise ValueError(f"{where}.nccl_env: must be a mapping of "
+                             f"{', '.join(NCCL_ENV_KEYS)} to bytes; got {env!r}")
+        for k, v in env.items():
+            if k not in NCCL_ENV_KEYS:
+                raise ValueError(f"{where}.nccl_env: unknown key {k!r} (allowed: "
+                                 f"{', '.join(NCCL_ENV_KEYS)})")
+            if isinstance(v, bool) or not isinstance(v, int) or not 4096 <= v <= 2**30:
+                raise ValueError(f"{where}.nccl_env.{k}: must be an integer number of "
+                                 f"bytes in [4096, 1073741824]; got {v!r}")
     for k in ("fabric_fixed", "sharp_capable"):
         if k in rec and not isinstance(rec[k], bool):
             raise ValueError(f"{where}.{k}: must be true or false; got {rec[k]!r}")
@@ -299,6 +314,7 @@ def cluster_records():
     ``oversubscription`` in [1, 1000], the optional ``leaf_nodes`` (an integer >= 1),
     ``fabric_fixed`` (true: the provider fixes the network's fabric) and
     ``tuner_latency_s`` (the latency the instance's network plugin reports to NCCL's
-    tuner, where it differs from the fabric's) and ``nccl_protocols`` (the protocols
-    the plugin leaves NCCL across nodes)."""
+    tuner, where it differs from the fabric's), ``nccl_protocols`` (the protocols
+    the plugin leaves NCCL across nodes) and ``nccl_env`` (buffer and NVLS chunk
+    sizes the provider sets, :data:`NCCL_ENV_KEYS`)."""
     return copy.deepcopy(_cluster_records())

@@ -130,7 +130,7 @@ def channels_used(message_bytes, max_channels, protocol, n_ranks, algorithm="rin
 
 
 @finite_answer
-def tree_piece(message_bytes, channels, protocol):
+def tree_piece(message_bytes, channels, protocol, step=None):
     """Bytes one tree step moves on one channel: the channel's share, at most one
     buffer step (the tree runs with chunkSteps = sliceSteps = 1). [B]
 
@@ -142,12 +142,23 @@ def tree_piece(message_bytes, channels, protocol):
     58 source-band groups within target instead of 30), so that cost is missing and
     the larger piece stands in for it. This is ours, not NCCL's.
 
+    ``step``: the buffer step where the job sets its buffer (``NCCL_BUFFSIZE / 8``
+    for Simple); default NCCL's. [B]
+
     >>> int(tree_piece(2**30, 16, "Simple"))
     524288
+    >>> int(tree_piece(2**30, 16, "Simple", step=2**20))     # NCCL_BUFFSIZE = 8 MiB
+    1048576
     """
     s = _bytes("message_bytes", message_bytes)
     k = _positive("channels", channels)
-    return np.minimum(s / k, step_bytes(protocol))
+    check_choice("protocol", protocol, PROTOCOLS)
+    if step is None:
+        step = step_bytes(protocol)
+    else:
+        step = float(as_number("step", step, low=0, low_inclusive=False,
+                               allow_array=False))
+    return np.minimum(s / k, step)
 
 
 @finite_answer
@@ -245,22 +256,35 @@ def nvls_channels(arch, nodes):
 
 
 @finite_answer
-def nvlstree_piece(message_bytes, concurrent_ops, nodes):
+def nvlstree_piece(message_bytes, concurrent_ops, nodes, nvls_chunk=None, tree_max=None):
     """Bytes one NVLSTree step moves per channel and head: NCCL's NVLS chunk
     (128 KiB; 64 KiB from 4 nodes, ``nvlsTreeMaxChunkSize``), cut to 64 and 32 KiB
     while the message is smaller than 4 and 1 times ``ops x chunk``
     (``calcCollChunking``, ``src/enqueue.cc``), and at most the op's share. [B]
+    ``nvls_chunk`` and ``tree_max``: ``NCCL_NVLS_CHUNKSIZE`` and
+    ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` where the job sets them; the start is the smaller.
 
     >>> int(nvlstree_piece(2**30, 128, 2)), int(nvlstree_piece(32 * 2**20, 128, 2))
     (131072, 65536)
+    >>> int(nvlstree_piece(2**32, 128, 8, nvls_chunk=2**19, tree_max=2**19))
+    524288
     """
     s = _bytes("message_bytes", message_bytes)
     ops = check_int("concurrent_ops", concurrent_ops, low=1, high=1_000_000)
     nodes = check_int("nodes", nodes, low=1, high=1_000_000)
-    nvls_chunk = float(mechanic("buffers/chunk_bytes_default")["nvls_max"])
+    if nvls_chunk is None:
+        nvls_chunk = float(mechanic("buffers/chunk_bytes_default")["nvls_max"])
+    else:
+        nvls_chunk = float(as_number("nvls_chunk", nvls_chunk, low=0, low_inclusive=False,
+                                     allow_array=False))
     # nvlsTreeMaxChunkSize: 64 KiB from 4 nodes (src/transport/nvls.cc, line 229 at
-    # v2.30.7-1, ncclNvlsTuning)
-    chunk = np.full(s.shape, nvls_chunk if nodes < 4 else 65536.0)
+    # v2.30.7-1, ncclNvlsTuning), unless NCCL_NVLSTREE_MAX_CHUNKSIZE is set
+    if tree_max is None:
+        tree_max = nvls_chunk if nodes < 4 else 65536.0
+    else:
+        tree_max = float(as_number("tree_max", tree_max, low=0, low_inclusive=False,
+                                   allow_array=False))
+    chunk = np.full(s.shape, min(nvls_chunk, tree_max))
     for factor, cut in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
         chunk = np.where((s < factor * ops * chunk) & (chunk > cut), cut, chunk)
     return np.minimum(chunk, s / ops)

@@ -120,6 +120,10 @@ class NetworkPath:
     protocols : tuple of str
         The protocols NCCL may use across these nodes (all three unless the
         network plugin sets ``NCCL_PROTO``).
+    nccl_env : dict
+        Buffer and NVLS chunk sizes the provider sets (``NCCL_BUFFSIZE``,
+        ``NCCL_NVLS_CHUNKSIZE``, ``NCCL_NVLSTREE_MAX_CHUNKSIZE``) [B]; empty:
+        NCCL's defaults.
     """
 
     nodes: int
@@ -140,6 +144,7 @@ class NetworkPath:
     alltoall_bw: float | None = None
     tuner_latency_s: float = 0.0
     protocols: tuple = ("LL", "LL128", "Simple")
+    nccl_env: tuple = ()
 
 
 #: How ranks sit on the leaf groups of a fat tree: ``ordered`` (nodes of a job in
@@ -234,7 +239,7 @@ def network_path(system, n_ranks, nvls=True, placement="ordered"):
         a2a_bw = min(a2a_bw, net_bw)
     return NetworkPath(nodes, ppn, nics, rate, net_bw, nv_bw, nvls_bw, hops, extra,
                        fab.name, arch, net.gdr, net.sharp, nvswitch, intra, a2a_bw,
-                       tuner, net.protocols or ("LL", "LL128", "Simple"))
+                       tuner, net.protocols or ("LL", "LL128", "Simple"), net.nccl_env)
 
 
 # --- NCCL's latencies ----------------------------------------------------------------
@@ -450,9 +455,14 @@ def executed_time(collective, s, n, p, algo, proto):
         steps = 2 * (n - 1) if collective == "all_reduce" else n - 1
         hops = [("intra", lat_in, p.nvlink_bw * share / nc_max),
                 ("net", lat_net, p.net_bw * share / nc_max)]
-        return _base("ring", proto) + execution.ring_time(s, nc, n, steps, proto, hops)
+        step = _simple_step(p) if proto == "Simple" else None
+        chunk = None if step is None else step * execution.mechanic(
+            "buffers/chunk_slice_steps")["all_reduce"]["chunkSteps"]
+        return _base("ring", proto) + execution.ring_time(s, nc, n, steps, proto, hops,
+                                                           max_chunk=chunk)
     nc = execution.channels_used(s, nc_max, proto, n, "tree")
-    piece = execution.tree_piece(s, nc, proto)
+    piece = execution.tree_piece(s, nc, proto,
+                                 step=_simple_step(p) if proto == "Simple" else None)
     hi, hn = execution.tree_hops(p.ranks_per_node, p.nodes)
     # the chain sends each byte up and down over a GPU's links; a node sends and
     # receives the buffer _tree_factor times over its NICs
@@ -467,6 +477,13 @@ def executed_time(collective, s, n, p, algo, proto):
         rate_in, rate_net)
 
 
+def _simple_step(p):
+    """One Simple buffer step where the provider sets ``NCCL_BUFFSIZE`` (the buffer
+    is ``NCCL_STEPS`` steps, ``init.cc``), else None (NCCL's 512 KiB). [B]"""
+    buff = dict(p.nccl_env).get("NCCL_BUFFSIZE")
+    return None if buff is None else buff / execution.mechanic("buffers/nccl_steps")
+
+
 def _nvlstree_executed(s, p):
     """NVLSTree as it runs: every GPU of a node is a head with its NIC, each of
     NCCL's NVLS channels (16 on Hopper, 32 on Blackwell) runs one op per head; an
@@ -475,7 +492,10 @@ def _nvlstree_executed(s, p):
     NVLS rate and sent ``_tree_factor`` times over its NICs."""
     heads = max(1, int(round(p.ranks_per_node)))
     ops = execution.nvls_channels(p.arch, p.nodes) * heads
-    piece = execution.nvlstree_piece(s, ops, p.nodes)
+    env = dict(p.nccl_env)
+    piece = execution.nvlstree_piece(s, ops, p.nodes,
+                                     nvls_chunk=env.get("NCCL_NVLS_CHUNKSIZE"),
+                                     tree_max=env.get("NCCL_NVLSTREE_MAX_CHUNKSIZE"))
     hi, hn = 2, 2 * max(1, math.ceil(math.log2(p.nodes)))
     rate_in = p.nvls_bw / ops
     rate_net = p.net_bw / (_tree_factor(p) * ops)

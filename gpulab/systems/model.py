@@ -95,6 +95,11 @@ class NetworkConfig:
         The NCCL protocols a job across nodes may use where the network plugin
         restricts them (aws-ofi-nccl sets ``NCCL_PROTO=simple`` where EFA does not
         deliver 128-byte writes in order); None: all of LL, LL128 and Simple.
+    nccl_env : tuple of (str, int)
+        NCCL settings the provider's plugin or environment sets for jobs across
+        nodes: ``NCCL_BUFFSIZE`` (the Simple buffer, 8 buffer steps),
+        ``NCCL_NVLS_CHUNKSIZE``, ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` [B]; empty: NCCL's
+        defaults.
     """
 
     nic: str | None
@@ -108,6 +113,7 @@ class NetworkConfig:
     leaf_nodes: int | None = None
     tuner_latency_s: float | None = None
     protocols: tuple | None = None
+    nccl_env: tuple = ()
 
     @property
     def nic_spec(self):

@@ -162,12 +162,45 @@ def test_a_plugin_that_sets_nccl_proto_simple_leaves_only_simple():
     assert t_p4de["time"][0] > t_free["time"][0]
 
 
+def test_a_providers_buffer_and_nvls_chunks_reach_the_pieces():
+    """aws-ofi-nccl sets NCCL_BUFFSIZE=8 MiB on p5 (Simple step 1 MiB) and the NVLS
+    chunks to 512 KiB; a forced tree Simple then moves 1 MiB pieces where a
+    channel's share allows (a 2-node 64 MiB call: half as many pieces per channel
+    as with NCCL's defaults, a longer fill), and NVLSTree's large-message piece is
+    4x NCCL's default."""
+    from gpulab.network import execution as E
+    p5 = N.network_path(N.scale_out("aws-p5", 2), 16)
+    env = dict(p5.nccl_env)
+    assert env == {"NCCL_BUFFSIZE": 8 * 2**20, "NCCL_NVLS_CHUNKSIZE": 2**19,
+                   "NCCL_NVLSTREE_MAX_CHUNKSIZE": 2**19}
+    assert dict(N.network_path(N.scale_out("dgx-h100-spod", 2), 16).nccl_env) == {}
+    assert E.tree_piece(16 * 2**20, 16, "Simple", step=env["NCCL_BUFFSIZE"] / 8) \
+        .tolist() == 2**20
+    assert E.tree_piece(16 * 2**20, 16, "Simple").tolist() == 2**19
+    # 4 GiB: above 32 x ops x 512 KiB, so NCCL keeps the whole 512 KiB
+    big = E.nvlstree_piece(2**32, 128, 8, nvls_chunk=2**19, tree_max=2**19).tolist()
+    assert big == 4 * E.nvlstree_piece(2**32, 128, 2).tolist() == 2**19
+    # the run sees it: p5 with the provider's sizes against the same p5 without them
+    import dataclasses
+    c = N.scale_out("aws-p5", 2)
+    plain = dataclasses.replace(c, network=dataclasses.replace(c.network, nccl_env=()))
+    kw = dict(algorithm="tree", protocol="Simple")
+    t_env = N.collective_times("all_reduce", [64 * 2**20], 16, c, **kw)["time"][0]
+    t_def = N.collective_times("all_reduce", [64 * 2**20], 16, plain, **kw)["time"][0]
+    assert t_env > t_def   # 2 MiB per channel: 1 MiB pieces instead of 512 KiB, longer fill
+
+
 def test_a_cluster_preset_refuses_a_bad_plugin_latency():
     from gpulab.network import data as D
     rec = dict(N.cluster_preset("aws-p5en"))
     for bad in (-1e-6, 0.5, True, "35us"):
         rec["tuner_latency_s"] = bad
         with pytest.raises(ValueError, match="tuner_latency_s"):
+            D._check_cluster("x", rec)
+    rec = dict(N.cluster_preset("aws-p5"))
+    for bad in ({}, {"NCCL_ALGO": 1}, {"NCCL_BUFFSIZE": 12}, {"NCCL_BUFFSIZE": "8M"}, [1]):
+        rec["nccl_env"] = bad
+        with pytest.raises(ValueError, match="nccl_env"):
             D._check_cluster("x", rec)
     rec = dict(N.cluster_preset("aws-p4de"))
     for bad in ([], ["simple"], "Simple", ["LL", "X"]):
