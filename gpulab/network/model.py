@@ -338,10 +338,24 @@ def _tree(s, n, p, proto, kind, run=False):
     return lat + s / (b * _tree_correction(s, proto))
 
 
+def _nvls_heads(p):
+    """NVLSTree's heads per node (NVLink domain): one per GPU, at most NCCL's
+    ``NCCL_MAX_NVLS_ARITY`` (32); each head drives its NIC, so a domain of more
+    GPUs than that reaches the network through the heads' share of its NICs only."""
+    return max(1, min(int(round(p.ranks_per_node)),
+                      int(execution.mechanic("channels/nvls_max_heads"))))
+
+
+def _nvlstree_net_bw(p):
+    """The network rate NVLSTree gets per node: the heads' NICs. [B/s]"""
+    share = min(1.0, _nvls_heads(p) / max(p.ranks_per_node, 1e-12))
+    return p.net_bw * share
+
+
 def _nvlstree(s, n, p, kind, run=False):
     lat = _hw(kind, "nvlstree", "Simple") + 2 * math.floor(math.log2(p.nodes)) \
         * _inter_lat(p, "nvlstree", "Simple", run)
-    b = 1.0 / max(1.0 / p.nvls_bw, _tree_factor(p) / p.net_bw)
+    b = 1.0 / max(1.0 / p.nvls_bw, _tree_factor(p) / _nvlstree_net_bw(p))
     return lat + s / b
 
 
@@ -485,12 +499,12 @@ def _simple_step(p):
 
 
 def _nvlstree_executed(s, p):
-    """NVLSTree as it runs: every GPU of a node is a head with its NIC, each of
+    """NVLSTree as it runs: every GPU of a node (at most 32) is a head with its NIC, each of
     NCCL's NVLS channels (16 on Hopper, 32 on Blackwell) runs one op per head; an
     op's pieces are reduced in the switch (one NVLink step up, one down) and cross
     the tree's network levels up and down. The node's buffer is reduced at the
     NVLS rate and sent ``_tree_factor`` times over its NICs."""
-    heads = max(1, int(round(p.ranks_per_node)))
+    heads = _nvls_heads(p)
     ops = execution.nvls_channels(p.arch, p.nodes) * heads
     env = dict(p.nccl_env)
     piece = execution.nvlstree_piece(s, ops, p.nodes,
@@ -498,7 +512,7 @@ def _nvlstree_executed(s, p):
                                      tree_max=env.get("NCCL_NVLSTREE_MAX_CHUNKSIZE"))
     hi, hn = 2, 2 * max(1, math.ceil(math.log2(p.nodes)))
     rate_in = p.nvls_bw / ops
-    rate_net = p.net_bw / (_tree_factor(p) * ops)
+    rate_net = _nvlstree_net_bw(p) / (_tree_factor(p) * ops)
     t = execution.pipeline_time(s, ops, piece, piece, hi, hn, _intra_hop("Simple"),
                                 _inter_lat(p, "nvlstree", "Simple", run=True), rate_in,
                                 rate_net)

@@ -190,6 +190,29 @@ def test_a_providers_buffer_and_nvls_chunks_reach_the_pieces():
     assert t_env > t_def   # 2 MiB per channel: 1 MiB pieces instead of 512 KiB, longer fill
 
 
+def test_nvlstree_uses_at_most_32_heads_of_an_nvl72_rack():
+    """NCCL_MAX_NVLS_ARITY = 32 (device.h 213; search.cc 1127): across GB200 NVL72
+    racks NVLSTree reaches the network through 32 heads' NICs, not all 72. With
+    slow NICs (72 x 100G per rack) the network binds, and a 16 GiB all_reduce's
+    estimate is 2 S over 32/72 of the rack's network rate (tree factor 2 from 3
+    racks), not over all of it."""
+    from gpulab.network import execution as E
+    assert E.mechanic("channels/nvls_max_heads") == 32
+    c = N.scale_out("gb200-nvl72", 4, nics="72x100G")
+    path = N.network_path(c, 4 * 72)
+    s = 16 * 2**30
+    est = N.collective_times("all_reduce", [s], 4 * 72, c,
+                             algorithm="nvlstree")["estimate"][0]
+    heads_rate = path.net_bw * 32 / 72
+    assert est == pytest.approx(2 * s / heads_rate, rel=0.02)
+    # a DGX node's eight GPUs are all heads: its whole network rate
+    d = N.scale_out("dgx-h100-spod", 4, nics="8x100G")
+    dp = N.network_path(d, 32)
+    est_d = N.collective_times("all_reduce", [s], 32, d,
+                               algorithm="nvlstree")["estimate"][0]
+    assert est_d == pytest.approx(2 * s / dp.net_bw, rel=0.02)
+
+
 def test_a_cluster_preset_refuses_a_bad_plugin_latency():
     from gpulab.network import data as D
     rec = dict(N.cluster_preset("aws-p5en"))
