@@ -120,10 +120,10 @@ class NetworkPath:
     protocols : tuple of str
         The protocols NCCL may use across these nodes (all three unless the
         network plugin sets ``NCCL_PROTO``).
-    nccl_env : dict
-        Buffer and NVLS chunk sizes the provider sets (``NCCL_BUFFSIZE``,
-        ``NCCL_NVLS_CHUNKSIZE``, ``NCCL_NVLSTREE_MAX_CHUNKSIZE``) [B]; empty:
-        NCCL's defaults.
+    nccl_env : tuple of (str, int)
+        Buffer and NVLS chunk sizes the provider sets, as (name, bytes) pairs
+        (``NCCL_BUFFSIZE``, ``NCCL_NVLS_CHUNKSIZE``, ``NCCL_NVLSTREE_MAX_CHUNKSIZE``);
+        empty: NCCL's defaults.
     """
 
     nodes: int
