@@ -51,9 +51,13 @@ from .prefill import (  # noqa: F401
 )
 from .serving import (  # noqa: F401
     ALLREDUCE,
+    PUBLISHED_ALLREDUCE,
     DecodeStep,
     Prefill,
+    allreduce_comparison,
+    allreduce_model_time,
     allreduce_time,
+    custom_allreduce_time,
     custom_constant,
     decode_step,
     prefill_time,
@@ -76,4 +80,5 @@ __all__ = ["HEAD_DIM", "PRECISIONS", "RECIPES", "ALLREDUCE", "decode_layer_time"
            "prefill_time", "ep", "disagg", "EPTraffic", "ep_traffic", "EPFabric",
            "ep_fabric", "deepep_h800", "EPTime", "ep_time", "ep_checks",
            "prefill_layer_time", "prefill_layer_terms", "prefill_constants",
-           "prefill_checks"]
+           "prefill_checks", "custom_allreduce_time", "PUBLISHED_ALLREDUCE",
+           "allreduce_model_time", "allreduce_comparison"]

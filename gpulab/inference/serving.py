@@ -25,7 +25,8 @@ from .decode import (HEAD_DIM, PRECISIONS, RECIPES, check_heads, decode_constant
 from .prefill import prefill_constants, prefill_layer_terms, prefill_terms_time
 
 __all__ = ["ALLREDUCE", "ACTIVATION_BYTES", "allreduce_time", "custom_constant",
-           "DecodeStep", "decode_step", "Prefill", "prefill_time"]
+           "custom_allreduce_time", "PUBLISHED_ALLREDUCE", "allreduce_model_time",
+           "allreduce_comparison", "DecodeStep", "decode_step", "Prefill", "prefill_time"]
 
 #: All-reduce implementations: ``nccl`` (the course's collective model,
 #: :func:`gpulab.collectives.collective_time`), ``oneshot`` and ``twoshot`` (the
@@ -157,6 +158,64 @@ def allreduce_time(message_bytes, n_ranks, system, *, algorithm="nccl"):
         return floor + 2 * sync + (n - 1) * s / b
     trip = custom_constant("round_trip_s") * sync / custom_constant("sync_s")
     return floor + 2 * sync + 2 * trip + 2 * (n - 1) / n * s / b
+
+
+def custom_allreduce_time(message_bytes, n_ranks, system):
+    """The faster of the one-shot and two-shot kernels, which is what an engine's
+    size table picks. [s]
+
+    >>> custom_allreduce_time(8192, 8, "hgx-h200") <= allreduce_time(
+    ...     8192, 8, "hgx-h200", algorithm="oneshot")
+    True
+    """
+    return min(allreduce_time(message_bytes, n_ranks, system, algorithm=a)
+               for a in ("oneshot", "twoshot"))
+
+
+#: Published all-reduce implementation -> the model's algorithm it is compared with.
+PUBLISHED_ALLREDUCE = {"nccl": "nccl", "trtllm_custom": "custom", "vllm_custom": "custom"}
+
+
+def allreduce_model_time(kind, message_bytes, n_ranks, system):
+    """The model's time for a published implementation's kind: ``"nccl"`` (the
+    collective model) or ``"custom"`` (:func:`custom_allreduce_time`). [s]"""
+    check_choice("kind", kind, ("nccl", "custom"))
+    if kind == "nccl":
+        return allreduce_time(message_bytes, n_ranks, system, algorithm="nccl")
+    return custom_allreduce_time(message_bytes, n_ranks, system)
+
+
+def allreduce_comparison(system, n_ranks, published_system):
+    """Published all-reduce rows (CUDA-graph rows for the custom kernels) of
+    ``published_system`` at ``n_ranks`` GPUs beside the model on ``system``.
+
+    Returns a list of dicts: ``implementation``, ``message_bytes``, ``published_s``,
+    ``model_s``, ``error`` (model / published - 1).
+
+    >>> rows = allreduce_comparison("hgx-h200", 8, "h200_sxm")
+    >>> {r["implementation"] for r in rows} >= {"nccl"}
+    True
+    """
+    from .published import allreduce_rows
+    n_ranks = check_int("n_ranks", n_ranks, low=1, high=1_000_000)
+    out = []
+    for r in allreduce_rows():
+        if r["system"] != published_system or r["gpus"] != n_ranks:
+            continue
+        if r["implementation"] != "nccl" and not r["cuda_graph"]:
+            continue
+        kind = PUBLISHED_ALLREDUCE.get(r["implementation"])
+        if kind is None:
+            continue
+        pub = r["latency_ms"] * 1e-3
+        m = allreduce_model_time(kind, r["message_bytes"], n_ranks, system)
+        out.append({"implementation": r["implementation"],
+                    "message_bytes": r["message_bytes"], "published_s": pub,
+                    "model_s": m, "error": m / pub - 1})
+    if not out:
+        raise ValueError(f"published_system: no published rows for "
+                         f"{published_system!r} at {n_ranks} GPUs")
+    return out
 
 
 def _dense_swiglu(m):

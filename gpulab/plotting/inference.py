@@ -16,12 +16,12 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from .. import specs, units
-from ..inference import allreduce_time, decode_layer_time, decode_step
-from ..inference import published
+from ..inference import (PUBLISHED_ALLREDUCE, allreduce_comparison, allreduce_model_time,
+                         decode_layer_time, decode_step)
 from .style import COLORS, bytes_axis, new_axes
 
-__all__ = ["DECODE_RUN", "decode_rows", "decode_model_rows", "custom_allreduce_time",
-           "allreduce_comparison", "tpot_rows", "plot_decode_layers",
+__all__ = ["DECODE_RUN", "decode_rows", "decode_model_rows", "tpot_rows",
+           "plot_decode_layers",
            "plot_allreduce_sizes", "plot_tpot_breakdown", "plot_ep_check",
            "plot_kv_transfer_check", "plot_ttft_share", "plot_ep_times"]
 
@@ -32,8 +32,6 @@ _INTS = ("hidden", "heads", "kv_heads", "ffn_hidden", "tp", "batch", "context",
 _TP_COLORS = {1: "#222222", 2: COLORS["pcie"], 4: COLORS["nvlink"], 8: COLORS["comm"]}
 _ALGO_STYLE = {"nccl": ("NCCL", COLORS["ib"]), "custom": ("custom (best of one/two-shot)",
                                                           COLORS["nvlink"])}
-#: Published implementation -> model algorithm it is compared with.
-_PUBLISHED = {"nccl": "nccl", "trtllm_custom": "custom", "vllm_custom": "custom"}
 _PUB_MARKERS = {"nccl": "s", "trtllm_custom": "^", "vllm_custom": "v"}
 _PUB_LABELS = {"nccl": "NCCL (nccl-tests)", "trtllm_custom": "TensorRT-LLM",
                "vllm_custom": "vLLM custom"}
@@ -66,45 +64,6 @@ def decode_model_rows(recipe="compiled"):
                                          recipe=recipe)
         r["error"] = r["model_s"] / r["layer_s"] - 1
     return rows
-
-
-def custom_allreduce_time(message_bytes, n_ranks, system):
-    """The faster of the one-shot and two-shot kernels (what an engine's size table
-    picks). [s]"""
-    return min(allreduce_time(message_bytes, n_ranks, system, algorithm=a)
-               for a in ("oneshot", "twoshot"))
-
-
-def _model_ar(kind, s, n, system):
-    if kind == "nccl":
-        return allreduce_time(s, n, system, algorithm="nccl")
-    return custom_allreduce_time(s, n, system)
-
-
-def allreduce_comparison(system, n_ranks, published_system):
-    """Published all-reduce rows (CUDA-graph rows for the custom kernels) of
-    ``published_system`` at ``n_ranks`` GPUs beside the model on ``system``.
-
-    Returns a list of dicts: ``implementation``, ``message_bytes``, ``published_s``,
-    ``model_s``, ``error`` (model / published - 1)."""
-    out = []
-    for r in published.allreduce_rows():
-        if r["system"] != published_system or r["gpus"] != n_ranks:
-            continue
-        if r["implementation"] != "nccl" and not r["cuda_graph"]:
-            continue
-        kind = _PUBLISHED.get(r["implementation"])
-        if kind is None:
-            continue
-        pub = r["latency_ms"] * 1e-3
-        m = _model_ar(kind, r["message_bytes"], n_ranks, system)
-        out.append({"implementation": r["implementation"],
-                    "message_bytes": r["message_bytes"], "published_s": pub,
-                    "model_s": m, "error": m / pub - 1})
-    if not out:
-        raise ValueError(f"no published rows for system {published_system!r} at "
-                         f"{n_ranks} GPUs")
-    return out
 
 
 def tpot_rows(model, system, tps, *, batch, context, precision="bf16",
@@ -192,7 +151,7 @@ def plot_allreduce_sizes(system, n_ranks, published_system, *, ax=None, label=No
     sizes = np.geomspace(8 * units.KiB, 8 * units.MiB, 40)
     for kind, (name, color) in _ALGO_STYLE.items():
         try:
-            t = [_model_ar(kind, s, n_ranks, system) * 1e6 for s in sizes]
+            t = [allreduce_model_time(kind, s, n_ranks, system) * 1e6 for s in sizes]
         except ValueError:
             continue
         ax.plot(sizes, t, color=color, label=f"model: {name}")
@@ -200,7 +159,7 @@ def plot_allreduce_sizes(system, n_ranks, published_system, *, ax=None, label=No
         pts = [r for r in comp if r["implementation"] == impl]
         if not pts:
             continue
-        kind = _PUBLISHED[impl]
+        kind = PUBLISHED_ALLREDUCE[impl]
         err = statistics.median(abs(r["error"]) for r in pts)
         ax.scatter([r["message_bytes"] for r in pts],
                    [r["published_s"] * 1e6 for r in pts], marker=_PUB_MARKERS[impl],

@@ -369,3 +369,18 @@ def test_bad_step_input_names_the_parameter(kw, match):
 def test_bad_message_bytes(bad):
     with pytest.raises(ValueError, match="message_bytes must be"):
         inference.allreduce_time(bad, 2, "hgx-h200")
+
+
+def test_allreduce_comparison_uses_the_model():
+    comp = inference.allreduce_comparison("hgx-h200", 8, "h200_sxm")
+    r = next(x for x in comp if x["implementation"] == "nccl")
+    assert r["model_s"] == inference.allreduce_time(r["message_bytes"], 8, "hgx-h200")
+    assert r["error"] == pytest.approx(r["model_s"] / r["published_s"] - 1)
+    c = next(x for x in comp if x["implementation"] == "vllm_custom")
+    assert c["model_s"] == min(inference.allreduce_time(c["message_bytes"], 8, "hgx-h200",
+                                                        algorithm=a)
+                               for a in ("oneshot", "twoshot"))
+    assert c["model_s"] == inference.custom_allreduce_time(c["message_bytes"], 8,
+                                                           "hgx-h200")
+    with pytest.raises(ValueError, match="no published rows"):
+        inference.allreduce_comparison("hgx-h200", 8, "nowhere")

@@ -51,18 +51,6 @@ def test_plot_decode_layers_draws_every_selected_row(rows):
         P.plot_decode_layers(rows, shapes=("nope",))
 
 
-def test_allreduce_comparison_uses_the_model(rows):
-    comp = P.allreduce_comparison("hgx-h200", 8, "h200_sxm")
-    r = next(x for x in comp if x["implementation"] == "nccl")
-    assert r["model_s"] == inference.allreduce_time(r["message_bytes"], 8, "hgx-h200")
-    c = next(x for x in comp if x["implementation"] == "vllm_custom")
-    assert c["model_s"] == min(inference.allreduce_time(c["message_bytes"], 8, "hgx-h200",
-                                                        algorithm=a)
-                               for a in ("oneshot", "twoshot"))
-    with pytest.raises(ValueError, match="no published rows"):
-        P.allreduce_comparison("hgx-h200", 8, "nowhere")
-
-
 def test_plot_allreduce_sizes_spans_the_decode_sizes():
     ax = P.plot_allreduce_sizes("l40s-x8", 2, "l40s")
     lo, hi = ax.lines[0].get_xdata()[[0, -1]]
