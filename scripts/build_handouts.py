@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from build_pdf import CHROMIUM_ARGS, LOCAL, chromium_path, serve
+from build_pdf import print_session
 from pypdf import PdfReader
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,7 +191,6 @@ def main(argv=None):
         raise SystemExit(f"build_handouts: no built book in {args.build / 'html'}: "
                          "run `make book`")
     import cheatsheet
-    from playwright.sync_api import sync_playwright
 
     start = time.perf_counter()
     built = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
@@ -200,52 +199,32 @@ def main(argv=None):
     sheet = args.out / "cheatsheet.html"
     sheet.write_text(cheatsheet.sheet_html(built), encoding="utf-8")
     index = {}
-    srv = serve(args.build)
-    base = f"http://127.0.0.1:{srv.server_address[1]}"
-    external = []
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium_path(),
-                                         args=CHROMIUM_ARGS)
-            # the layout width is the printed text width (A4 less the side margins)
-            page = browser.new_page(viewport={"width": 688, "height": 1000})
-
-            def route(r):
-                if r.request.url.startswith(LOCAL):
-                    return r.continue_()
-                external.append(r.request.url)
-                return r.abort()
-            page.route("**/*", route)
-            page.emulate_media(media="print")
-            for name, spec in specs.items():
-                if args.only and name not in args.only:
-                    continue
-                pdf, info = print_product(page, base, spec)
-                (args.out / f"{name}.pdf").write_bytes(pdf)
-                index[name] = dict(info, title=spec["subtitle"], built=built,
-                                   sources=[p["url"] for p in spec["parts"]])
-                print(f"    {args.out / name}.pdf: {info['pages']} pages, "
-                      f"{len(spec['parts'])} parts, {info['answers']} answers in the "
-                      f"appendix, {info['shrunk']} wide elements shrunk, "
-                      f"{len(info['dropped_exercises'])} exercises about skipped "
-                      "sections left out")
-            if not args.only or "cheatsheet" in args.only:
-                page.goto(f"{base}/pdf/{sheet.name}" if args.out == args.build / "pdf"
-                          else sheet.as_uri(), wait_until="load")
-                page.evaluate("document.fonts.ready")
-                pdf = page.pdf(format="A4", print_background=True, tagged=True,
-                               margin={"top": "8mm", "bottom": "8mm", "left": "8mm",
-                                       "right": "8mm"})
-                (args.out / "cheatsheet.pdf").write_bytes(pdf)
-                n = len(PdfReader(io.BytesIO(pdf)).pages)
-                index["cheatsheet"] = {"pages": n, "title": "Cheat sheet", "built": built}
-                print(f"    {args.out / 'cheatsheet.pdf'}: {n} page(s)")
-            browser.close()
-    finally:
-        srv.shutdown()
-        srv.server_close()
-    if external:
-        raise SystemExit(f"build_handouts: pages asked for the network: {external[:5]}")
+    # the layout width is the printed text width (A4 less the side margins)
+    with print_session(args.build, {"width": 688, "height": 1000},
+                       who="build_handouts") as (page, base):
+        for name, spec in specs.items():
+            if args.only and name not in args.only:
+                continue
+            pdf, info = print_product(page, base, spec)
+            (args.out / f"{name}.pdf").write_bytes(pdf)
+            index[name] = dict(info, title=spec["subtitle"], built=built,
+                               sources=[p["url"] for p in spec["parts"]])
+            print(f"    {args.out / name}.pdf: {info['pages']} pages, "
+                  f"{len(spec['parts'])} parts, {info['answers']} answers in the "
+                  f"appendix, {info['shrunk']} wide elements shrunk, "
+                  f"{len(info['dropped_exercises'])} exercises about skipped "
+                  "sections left out")
+        if not args.only or "cheatsheet" in args.only:
+            page.goto(f"{base}/pdf/{sheet.name}" if args.out == args.build / "pdf"
+                      else sheet.as_uri(), wait_until="load")
+            page.evaluate("document.fonts.ready")
+            pdf = page.pdf(format="A4", print_background=True, tagged=True,
+                           margin={"top": "8mm", "bottom": "8mm", "left": "8mm",
+                                   "right": "8mm"})
+            (args.out / "cheatsheet.pdf").write_bytes(pdf)
+            n = len(PdfReader(io.BytesIO(pdf)).pages)
+            index["cheatsheet"] = {"pages": n, "title": "Cheat sheet", "built": built}
+            print(f"    {args.out / 'cheatsheet.pdf'}: {n} page(s)")
     old = {}
     if (args.out / "handouts.json").is_file():
         old = json.loads((args.out / "handouts.json").read_text(encoding="utf-8"))

@@ -18,6 +18,7 @@ Usage: ``python scripts/build_pdf.py [--html _build/html] [--out _build/pdf/book
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import http.server
 import io
@@ -86,18 +87,22 @@ def chromium_path():
     return path
 
 
-def print_pages(html_dir, docs):
-    """``[(doc, title, pdf bytes)]`` for every doc, printed by one headless Chromium."""
+@contextlib.contextmanager
+def print_session(directory, viewport, who="build_pdf"):
+    """``(page, base)``: one headless Chromium page in print media, on a local server of
+    ``directory`` (``base`` is its URL), every request off 127.0.0.1 refused; the
+    server and browser are closed after, and a page that asked for the network stops
+    the build (``who`` names the script in the message)."""
     from playwright.sync_api import sync_playwright
 
-    srv = serve(html_dir)
+    srv = serve(directory)
     base = f"http://127.0.0.1:{srv.server_address[1]}"
-    external, out = [], []
+    external = []
     try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium_path(),
-                                        args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1100, "height": 1400})
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium_path(),
+                                         args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport=viewport)
 
             def route(r):
                 if r.request.url.startswith(LOCAL):
@@ -106,27 +111,34 @@ def print_pages(html_dir, docs):
                 return r.abort()
             page.route("**/*", route)
             page.emulate_media(media="print")
-            for doc in docs:
-                page.goto(f"{base}/{doc}.html", wait_until="load")
-                page.add_style_tag(content=CJK_CSS)
-                state = page.evaluate(READY_JS)
-                if state["broken"] or state["raw"]:
-                    raise SystemExit(f"build_pdf: {doc}: {len(state['broken'])} images "
-                                     f"not loaded {state['broken'][:3]}, {state['raw']} "
-                                     "equations not typeset")
-                title = page.locator("article h1").first.inner_text().strip().rstrip("#")
-                pdf = page.pdf(format="A4", print_background=True, tagged=True,
-                               margin={"top": "14mm", "bottom": "16mm", "left": "12mm",
-                                       "right": "12mm"},
-                               display_header_footer=True,
-                               header_template="<span></span>", footer_template=FOOTER)
-                out.append((doc, title.strip(), pdf))
+            yield page, base
             browser.close()
     finally:
         srv.shutdown()
         srv.server_close()
     if external:
-        raise SystemExit(f"build_pdf: pages asked for the network: {external[:5]}")
+        raise SystemExit(f"{who}: pages asked for the network: {external[:5]}")
+
+
+def print_pages(html_dir, docs):
+    """``[(doc, title, pdf bytes)]`` for every doc, printed by one headless Chromium."""
+    out = []
+    with print_session(html_dir, {"width": 1100, "height": 1400}) as (page, base):
+        for doc in docs:
+            page.goto(f"{base}/{doc}.html", wait_until="load")
+            page.add_style_tag(content=CJK_CSS)
+            state = page.evaluate(READY_JS)
+            if state["broken"] or state["raw"]:
+                raise SystemExit(f"build_pdf: {doc}: {len(state['broken'])} images "
+                                 f"not loaded {state['broken'][:3]}, {state['raw']} "
+                                 "equations not typeset")
+            title = page.locator("article h1").first.inner_text().strip().rstrip("#")
+            pdf = page.pdf(format="A4", print_background=True, tagged=True,
+                           margin={"top": "14mm", "bottom": "16mm", "left": "12mm",
+                                   "right": "12mm"},
+                           display_header_footer=True,
+                           header_template="<span></span>", footer_template=FOOTER)
+            out.append((doc, title.strip(), pdf))
     return out
 
 
