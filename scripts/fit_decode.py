@@ -18,13 +18,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from fitting import error_summary, levenberg_marquardt, write_or_check  # noqa: E402
+from fitting import (  # noqa: E402
+    error_summary, from_theta, levenberg_marquardt, to_theta, write_or_check, yaml_text)
 from gpulab import specs  # noqa: E402
 from gpulab.inference.decode import (  # noqa: E402
     CONSTANTS, decode_layer_terms, decode_terms_time)
@@ -68,21 +68,11 @@ STARTS = (
 
 
 def encode(c):
-    out = []
-    for n in CONSTANTS:
-        v, f = c[n], FORM[n]
-        out.append(np.log(v) if f == "log" else np.log(v / (1 - v)) if f == "logit"
-                   else np.log(v - 1))
-    return np.array(out)
+    return to_theta(c, CONSTANTS, FORM)
 
 
 def decode(theta):
-    c = {}
-    for n, x in zip(CONSTANTS, theta):
-        f = FORM[n]
-        c[n] = float(np.exp(x) if f == "log" else 1 / (1 + np.exp(-x)) if f == "logit"
-                     else 1 + np.exp(x))
-    return c
+    return from_theta(theta, CONSTANTS, FORM)
 
 
 def rows(recipe):
@@ -173,7 +163,7 @@ HEADER = """\
 
 
 def render(doc):
-    return HEADER + yaml.safe_dump(doc, sort_keys=False, width=100)
+    return yaml_text(HEADER, doc)
 
 
 def main(argv=None):

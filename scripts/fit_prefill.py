@@ -20,13 +20,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from fitting import error_summary, levenberg_marquardt, write_or_check  # noqa: E402
+from fitting import (  # noqa: E402
+    error_summary, from_theta, levenberg_marquardt, to_theta, write_or_check, yaml_text)
 from gpulab import specs  # noqa: E402
 from gpulab.inference.decode import HEAD_DIM, decode_layer_terms  # noqa: E402
 from gpulab.inference.prefill import (  # noqa: E402
@@ -69,13 +69,11 @@ BANDS = (("prompt_below_2048", 1, 2047), ("prompt_2048_to_8192", 2048, 8192),
 
 
 def encode(c):
-    return np.array([np.log(c[n]) if FORM[n] == "log" else np.log(c[n] / (1 - c[n]))
-                     for n in PREFILL_CONSTANTS])
+    return to_theta(c, PREFILL_CONSTANTS, FORM)
 
 
 def decode(theta):
-    return {n: float(np.exp(x) if FORM[n] == "log" else 1 / (1 + np.exp(-x)))
-            for n, x in zip(PREFILL_CONSTANTS, theta)}
+    return from_theta(theta, PREFILL_CONSTANTS, FORM)
 
 
 def rows():
@@ -179,7 +177,7 @@ HEADER = """\
 
 
 def render(doc):
-    return HEADER + yaml.safe_dump(doc, sort_keys=False, width=100)
+    return yaml_text(HEADER, doc)
 
 
 def main(argv=None):

@@ -40,6 +40,44 @@ def levenberg_marquardt(theta, residuals, iters=300):
     return theta
 
 
+def to_theta(constants, names, form):
+    """The unconstrained vector of ``constants`` (``{name: value}``) in the order of
+    ``names``, each by its transform in ``form``: ``"log"`` (a positive value),
+    ``"logit"`` (a fraction in (0, 1)) or ``"p"`` (a power > 1).
+
+    >>> [round(float(v), 6) for v in to_theta({"a": 1.0, "b": 0.5, "c": 2.0}, "abc",
+    ...                                        {"a": "log", "b": "logit", "c": "p"})]
+    [0.0, 0.0, 0.0]
+    """
+    out = []
+    for n in names:
+        v, f = constants[n], form[n]
+        out.append(np.log(v) if f == "log" else np.log(v / (1 - v)) if f == "logit"
+                   else np.log(v - 1))
+    return np.array(out)
+
+
+def from_theta(theta, names, form):
+    """The constants ``{name: value}`` of an unconstrained vector (inverse of
+    :func:`to_theta`).
+
+    >>> from_theta([0.0, 0.0, 0.0], "abc", {"a": "log", "b": "logit", "c": "p"})
+    {'a': 1.0, 'b': 0.5, 'c': 2.0}
+    """
+    c = {}
+    for n, x in zip(names, theta):
+        f = form[n]
+        c[n] = float(np.exp(x) if f == "log" else 1 / (1 + np.exp(-x)) if f == "logit"
+                     else 1 + np.exp(x))
+    return c
+
+
+def yaml_text(header, doc):
+    """A fit script's output file: its comment ``header`` and ``doc`` as YAML."""
+    import yaml
+    return header + yaml.safe_dump(doc, sort_keys=False, width=100)
+
+
 def error_summary(errs):
     """``{"n", "mean_abs", "worst"}`` of model / measured - 1 errors (worst: signed)."""
     e = np.array(errs)
