@@ -44,3 +44,14 @@ def test_write_or_check_writes_then_checks(tmp_path):
     assert out.read_text() == "a: 1\n"
     assert fitting.write_or_check(out, lambda: "a: 1\n", "scripts/x.py", "x", ["--check"]) == 0
     assert fitting.write_or_check(out, lambda: "a: 2\n", "scripts/x.py", "x", ["--check"]) == 1
+
+
+def test_transforms_round_trip_and_keep_constants_in_range():
+    form = {"a": "log", "b": "logit", "c": "p"}
+    c = {"a": 3e-6, "b": 0.73, "c": 3.7}
+    back = fitting.from_theta(fitting.to_theta(c, "abc", form), "abc", form)
+    assert back == pytest.approx(c, rel=1e-12)
+    # any real vector maps to a positive value, a fraction in (0, 1) and a power > 1
+    far = fitting.from_theta([-50.0, 40.0, -30.0], "abc", form)
+    assert far["a"] > 0 and 0 < far["b"] <= 1 and far["c"] > 1
+    assert fitting.yaml_text("# h\n", {"x": 1}) == "# h\nx: 1\n"
