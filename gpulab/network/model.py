@@ -143,7 +143,7 @@ class NetworkPath:
     intra: str = "nvlink"
     alltoall_bw: float | None = None
     tuner_latency_s: float = 0.0
-    protocols: tuple = ("LL", "LL128", "Simple")
+    protocols: tuple = data.PROTOCOLS
     nccl_env: tuple = ()
 
 
@@ -239,7 +239,7 @@ def network_path(system, n_ranks, nvls=True, placement="ordered"):
         a2a_bw = min(a2a_bw, net_bw)
     return NetworkPath(nodes, ppn, nics, rate, net_bw, nv_bw, nvls_bw, hops, extra,
                        fab.name, arch, net.gdr, net.sharp, nvswitch, intra, a2a_bw,
-                       tuner, net.protocols or ("LL", "LL128", "Simple"), net.nccl_env)
+                       tuner, net.protocols or data.PROTOCOLS, net.nccl_env)
 
 
 # --- NCCL's latencies ----------------------------------------------------------------
