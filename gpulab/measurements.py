@@ -36,7 +36,11 @@ __all__ = ["CopyRun", "copy_bandwidth", "CopyLatencyRun", "copy_latency_run",
            "check_nvlink_status", "NVLinkStatus",
            "NVLinkStatusParseError", "PooledSweep", "FIT_RUNS", "HOLDOUT_RUNS", "PROCS_RUNS",
            "CHECK_RUNS",
-           "collective_run", "pool_runs", "parse_nccl_choices"]
+           "collective_run", "pool_runs", "parse_nccl_choices", "OVERLAP_RUN",
+           "gemm_power_trace"]
+
+#: Our 1x H200 run of GEMMs beside copies and of back-to-back GEMMs under nvidia-smi.
+OVERLAP_RUN = "h200-x1-2026-12-02-overlap"
 
 
 @dataclass(frozen=True)
@@ -628,3 +632,59 @@ def parse_nccl_choices(text, collective="all_reduce"):
                          "(NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL)")
     return out
 
+
+
+def gemm_power_trace(filename="power_run1.csv", run=OVERLAP_RUN):
+    """Power draw and SM clock of back-to-back 8192^3 GEMMs on our H200, per precision.
+
+    ``measure/overlap_contention.py`` runs BF16 ``torch.mm`` and FP8 ``torch._scaled_mm``
+    for 8 s each while ``nvidia-smi`` samples every 200 ms; the first two samples of
+    each (the clock still falling from its maximum) are left out of the medians.
+
+    Parameters
+    ----------
+    filename : str
+        ``"power_run1.csv"`` or ``"power_run2.csv"`` (two runs on two machines).
+    run : str
+        The raw-run folder.
+
+    Returns
+    -------
+    dict
+        ``{"bf16": d, "fp8": d}`` with ``d`` a dict: ``tflops`` (sustained dense
+        TFLOP/s over the 8 s), ``power_w`` and ``sm_clock_mhz`` (medians),
+        ``sm_clock_max_mhz`` (the highest sample), ``samples`` and
+        ``power_capped`` (every sample's clock-event reasons include the software power
+        cap, bit 0x4).
+
+    Examples
+    --------
+    >>> t = gemm_power_trace()
+    >>> t["bf16"]["power_w"] > 680, t["bf16"]["sm_clock_mhz"] < 1600, t["bf16"]["power_capped"]
+    (True, True, True)
+    """
+    text = raw_capture(run, filename)
+    by = {}
+    reader = csv.DictReader(io.StringIO(text))
+    need = {"dtype", "tflops_mean", "power_w", "sm_clock_mhz", "event_reasons"}
+    if not need <= set(reader.fieldnames or ()):
+        raise ValueError(f"filename: {filename!r} is not a power trace (columns "
+                         f"{sorted(need)})")
+    for r in reader:
+        by.setdefault(r["dtype"], []).append(r)
+    if set(by) != {"bf16", "fp8"}:
+        raise ValueError(f"filename: {filename!r} is not a power trace of bf16 and fp8")
+    out = {}
+    for dtype, rows in by.items():
+        steady = rows[2:]
+        power = [float(r["power_w"].split()[0]) for r in steady]
+        clock = [float(r["sm_clock_mhz"].split()[0]) for r in steady]
+        out[dtype] = {"tflops": float(rows[0]["tflops_mean"]),
+                      "power_w": float(np.median(power)),
+                      "sm_clock_mhz": float(np.median(clock)),
+                      "sm_clock_max_mhz": max(float(r["sm_clock_mhz"].split()[0])
+                                              for r in rows),
+                      "samples": len(steady),
+                      "power_capped": all(int(r["event_reasons"], 16) & 0x4
+                                          for r in rows)}
+    return out

@@ -281,6 +281,10 @@ def data_parallel_step(gpu="H100", n_gpus=8, params=7e9, tokens_per_gpu=16384,
         bw = bandwidth
     tc = finite_result(6.0 * p * d / (g.fp16_dense_flops * m), params=p,
                        tokens_per_gpu=d, mfu=m)
+    if not tc > 0:                       # a subnormal params x tokens underflows
+        raise ValueError(f"params x tokens_per_gpu = {p:g} x {d:g} is too small: the "
+                         "compute time underflows to 0 s; use a realistic model size "
+                         "and batch")
     grad_bytes = finite_result(p * assumption("gradient_bytes_per_param"), params=p)
     try:
         tm = float(collectives.ring_allreduce_time(grad_bytes, n, bw, a))

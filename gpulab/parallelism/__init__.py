@@ -70,6 +70,14 @@ from .model import (  # noqa: F401
     parameter_count,
     flops_per_step,
     layer_flops,
+    per_op_recomputed_matrices,
+)
+from .overlap import (  # noqa: F401
+    TP_OVERLAP_METHODS,
+    TP_OVERLAP_SITES,
+    OVERLAP_SITE_METHODS,
+    tp_overlap_sites,
+    tp_overlap_effect,
 )
 from .layout import (  # noqa: F401
     Layout,
@@ -160,6 +168,12 @@ __all__ = [
     "parameter_count",
     "flops_per_step",
     "layer_flops",
+    "per_op_recomputed_matrices",
+    "TP_OVERLAP_METHODS",
+    "TP_OVERLAP_SITES",
+    "OVERLAP_SITE_METHODS",
+    "tp_overlap_sites",
+    "tp_overlap_effect",
     "Layout",
     "cluster",
     "validate_layout",

@@ -253,7 +253,10 @@ def tp_allreduce_count(sequence_parallel=False, recompute="none"):
     al. 2019, section 3 and Fig. 4. That is **four per layer, two of them in the
     forward pass**: the source article's "four all-reduces in the forward pass" is
     wrong. The count does not depend on the TP degree. Full recomputation repeats
-    the forward pass, and its two all-reduces (six in total).
+    the forward pass, and its two all-reduces (six in total). torchtitan's per-op
+    selective checkpointing recomputes the matmuls wk and w3, whose input all-gathers
+    (SP) are re-issued; the reduce-scatters are in its save list: one all-reduce's
+    worth more (five) with SP; without SP its forward all-reduces are not saved (six).
 
     Parameters
     ----------
@@ -261,7 +264,7 @@ def tp_allreduce_count(sequence_parallel=False, recompute="none"):
         With sequence parallelism each all-reduce becomes a reduce-scatter plus an
         all-gather of the same total volume (Korthikanti et al. 2022); the function
         then counts those pairs.
-    recompute : {"none", "selective", "full"}
+    recompute : {"none", "selective", "full", "per-op"}
 
     Returns
     -------
@@ -271,9 +274,13 @@ def tp_allreduce_count(sequence_parallel=False, recompute="none"):
     --------
     >>> tp_allreduce_count(), tp_allreduce_count(recompute="full")
     (4, 6)
+    >>> tp_allreduce_count(True, "per-op"), tp_allreduce_count(False, "per-op")
+    (5, 6)
     """
-    check_flag("sequence_parallel", sequence_parallel)
+    sp = check_flag("sequence_parallel", sequence_parallel)
     check_choice("recompute", recompute, RECOMPUTE)
+    if recompute == "per-op":
+        return 5 if sp else 6
     return 6 if recompute == "full" else 4
 
 
@@ -421,7 +428,7 @@ def step_communication(spec, system, layout, *, micro_batch=1, micro_batches=1,
     sequence_parallel : bool
         Must be True for a mixture-of-experts model with TP > 1 (Megatron Core
         refuses MoE with tensor parallelism otherwise; ``parallelism.memory.moe_sp_reason``).
-    recompute : {"none", "selective", "full"}
+    recompute : {"none", "selective", "full", "per-op"}
     bucket_bytes : float, optional
         DP bucket size (default 25 MiB, PyTorch DDP's); one collective per bucket.
     grad_bytes, weight_bytes : float, optional

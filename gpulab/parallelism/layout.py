@@ -195,7 +195,7 @@ def validate_layout(spec, system, layout, *, global_batch, micro_batch=1,
     seq_len : int, optional
     zero : {0, 1, 2, 3}
     sequence_parallel : bool
-    recompute : {"none", "selective", "full"}
+    recompute : {"none", "selective", "full", "per-op"}
     n_gpus : int, optional
         GPUs the layout must use (default: all of the system's).
     reserve : float, optional

@@ -31,7 +31,7 @@ def activation_memory_per_layer(spec, tp=1, *, micro_batch=1, seq_len=None,
         Sequence length s (default: the model's).
     sequence_parallel : bool
         Megatron's sequence parallelism (shards LayerNorm/dropout activations).
-    recompute : {"none", "selective", "full"}
+    recompute : {"none", "selective", "full", "per-op"}
 
     Returns
     -------
@@ -50,7 +50,16 @@ def activation_memory_per_layer(spec, tp=1, *, micro_batch=1, seq_len=None,
     TP + SP                     :math:`sbh(34/t + 5as/(ht))`
     selective recompute         drop the :math:`5as/h` term
     full recompute              :math:`2sbh` (the layer input; /t with SP)
+    per-op (torchtitan)         the tensors its policy saves (below)
     ==========================  =========================================
+
+    Per-op selective checkpointing (torchtitan, :func:`per_op_recomputed_matrices`)
+    keeps the layer input, the outputs of the saved matmuls (wq, wv, w1, w2; 16-bit),
+    the attention output and, with SP, the reduce-scatter outputs:
+    :math:`2sb\,(h_\text{in} + (h + d_{kv} + h + f)/t + h)` where the layer input
+    is :math:`h/t` with SP and the last term (w2's output, full width before the
+    reduction) becomes :math:`h/t` with SP (the saved reduce-scatter): our count of
+    the saved tensors, ignoring the small softmax statistics.
 
     =========================================  ====================================
     Assumption                                 Source
@@ -76,6 +85,12 @@ def activation_memory_per_layer(spec, tp=1, *, micro_batch=1, seq_len=None,
     sbh = float(s) * b * m.hidden
     if recompute == "full":
         return 2.0 * sbh / (t if sp else 1)
+    if recompute == "per-op":
+        kv = m.kv_heads * (m.hidden // m.heads)
+        ffn = 0 if m.num_experts else m.ffn_hidden   # grouped expert GEMMs: not counted
+        saved = (2 * m.hidden + kv + ffn) / (m.hidden * t)
+        width = 1.0 / t if sp else 1.0
+        return 2.0 * sbh * (width + saved + width)
     score = 0.0 if recompute == "selective" else 5.0 * m.heads * s / (m.hidden * t)
     if sp:
         return sbh * (34.0 / t + score)
@@ -322,7 +337,7 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
         2 also the gradients; 3 also the weights. 0 (Megatron without the flag)
         replicates everything.
     sequence_parallel : bool
-    recompute : {"none", "selective", "full"}
+    recompute : {"none", "selective", "full", "per-op"}
     micro_batches : int, optional
         Micro-batches per step m (default: at least ``pp``). With fewer than ``pp``
         only ``m`` are ever in flight.

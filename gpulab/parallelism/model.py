@@ -17,8 +17,10 @@ from .._validate import as_number, check_choice, check_int, finite_answer
 
 
 #: Activation recomputation: none, selective (Korthikanti et al.: only the attention
-#: scores/softmax/dropout are recomputed) or full (every layer's forward pass).
-RECOMPUTE = ("none", "selective", "full")
+#: scores/softmax/dropout are recomputed), full (every layer's forward pass) or per-op
+#: (torchtitan's per-op selective checkpointing: every second matmul of a layer and
+#: the elementwise ops are recomputed, attention is kept; :func:`per_op_recomputed_matrices`).
+RECOMPUTE = ("none", "selective", "full", "per-op")
 #: ZeRO stages: 0 plain DP, 1 optimizer states sharded (= Megatron's distributed
 #: optimizer), 2 also gradients, 3 also weights (= FSDP full sharding).
 ZERO_STAGES = (0, 1, 2, 3)
@@ -316,7 +318,7 @@ def flops_per_step(spec, tokens, *, seq_len=None, recompute="none",
         Tokens in the step (global batch x sequence length).
     seq_len : int, optional
         Sequence length (default: the model's); sets the attention term.
-    recompute : {"none", "selective", "full"}
+    recompute : {"none", "selective", "full", "per-op"}
         Recomputed work is counted (it is executed, though not "model" FLOPs).
     method : {"narayanan", "6n"}
         Per-layer detail, or the 6 N rule (N = all parameters).
@@ -355,7 +357,9 @@ def flops_per_step(spec, tokens, *, seq_len=None, recompute="none",
         base = 6.0 * active * n_tok
         fwd_layers = 2.0 * (active - param_counts(m)["embedding"]) * n_tok
         extra = {"none": 0.0, "full": fwd_layers,
-                 "selective": 4.0 * s * m.hidden * m.layers * n_tok}[recompute]
+                 "selective": 4.0 * s * m.hidden * m.layers * n_tok,
+                 "per-op": 2.0 * per_op_recomputed_matrices(m) * m.layers * n_tok
+                 }[recompute]
         return base + extra
     layers, logits = flops_parts(m, n_tok, s, recompute)
     return layers + logits
@@ -376,7 +380,7 @@ def layer_flops(spec, tokens, *, seq_len=None, recompute="none"):
         Tokens (micro-batch x sequence length).
     seq_len : int, optional
         Sequence length (default: the model's).
-    recompute : {"none", "selective", "full"}
+    recompute : {"none", "selective", "full", "per-op"}
 
     Returns
     -------
@@ -396,6 +400,36 @@ def layer_flops(spec, tokens, *, seq_len=None, recompute="none"):
     return flops_parts(m, n_tok, s, recompute)[0] / m.layers
 
 
+def per_op_recomputed_matrices(spec):
+    r"""Weights per layer whose matmuls torchtitan's per-op selective activation
+    checkpointing recomputes in the backward pass. [parameters]
+
+    torchtitan's policy (``_get_custom_policy`` in ``parallelize_llama.py``: lines
+    254-268 at commit 820504e, 250-264 at 9dec370) saves the outputs of the ops in its
+    save list (``aten.mm``, the flash / memory-efficient attention ops, the
+    reduce-scatter, ``aten.max``) and recomputes every other op, but only every
+    second ``aten.mm`` of a layer is saved: the counter restarts at each layer, odd
+    calls are saved, even calls recomputed. A Llama layer calls its linears as wq,
+    wk, wv, wo, w1, w3, w2 (SwiGLU; a GELU MLP has w1, w2), so wk, wo and w3 (GELU: wk,
+    wo, w2) are recomputed and attention is not. torchao's float8 linears reach the
+    policy as ``aten.mm`` too (counted the same way). Mixture-of-experts MLPs (grouped
+    GEMMs, not ``aten.mm``) count only their attention matmuls here: ours.
+
+    Examples
+    --------
+    >>> m = model("llama3-8b")
+    >>> per_op_recomputed_matrices(m) == 4096 * 1024 + 4096 * 4096 + 4096 * 14336
+    True
+    """
+    m = as_model(spec)
+    h, d = m.hidden, m.hidden // m.heads
+    kv = m.kv_heads * d
+    attn = h * kv + h * h                              # wk (2nd mm), wo (4th)
+    if m.num_experts:
+        return attn
+    return attn + m.ffn_hidden * h                     # w3 (6th) or GELU's w2 (6th)
+
+
 def flops_parts(m, n_tok, s, recompute):
     """Training FLOPs of the transformer layers and of the logits (output layer)."""
     gemm = 2.0 * param_counts(m)["layer_active_matrices"] * m.layers * n_tok
@@ -405,4 +439,6 @@ def flops_parts(m, n_tok, s, recompute):
         layers += gemm + attn
     elif recompute == "selective":
         layers += attn
+    elif recompute == "per-op":
+        layers += 2.0 * per_op_recomputed_matrices(m) * m.layers * n_tok
     return layers, 3.0 * 2.0 * m.hidden * m.vocab * n_tok

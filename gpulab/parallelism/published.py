@@ -14,9 +14,9 @@ How a row becomes a call (the choices are ours, stated in each result):
 * Megatron practice: sequence parallelism wherever TP > 1, the distributed optimizer
   (``zero=1``); a row with FSDP is run as ZeRO-3 (``zero=3``);
 * activation recomputation as the source ran it: ``"full"`` where its notes say full
-  activation checkpointing, ``"selective"`` where they say selective (torchtitan's
-  per-op selective checkpointing is not Megatron's, a ``notes`` entry says so), else
-  ``"none"``; whether the layout fits is judged with the attention scores left out of
+  activation checkpointing, ``"per-op"`` for torchtitan's per-op selective checkpointing
+  (its policy, read in ``parallelize_llama.py``, recomputes every second matmul of a
+  layer), ``"selective"`` for other selective recomputation, else ``"none"``; whether the layout fits is judged with the attention scores left out of
   memory (``recompute="selective"``'s memory where the row runs none), since every
   one of these frameworks runs flash attention, which never stores them;
 * the system is the 8-GPU preset of the row's GPU (H100: ``dgx-h100``, H200:
@@ -25,7 +25,13 @@ How a row becomes a call (the choices are ours, stated in each result):
   other networks) is modelled as the preset, and ``notes`` says so;
 * ``precision`` from the row; ``recipe`` (``"compiled"``, torch.compile with torchao
   float8, or ``"eager"``, unfused casts) from the caller, for both precisions (compiled
-  BF16 runs its kernels back to back and fuses its elementwise work).
+  BF16 runs its kernels back to back and fuses its elementwise work); under
+  ``"compiled"`` a row whose source ran without torch.compile keeps ``"eager"``;
+* Transformer Engine's TP communication overlap as the configuration NVIDIA published
+  for the run sets it (the table's ``tp_comm_overlap`` column, its source in ``notes``):
+  :func:`step_time`'s ``tp_overlap_method``. PyTorch's async TP (torchtitan rows) and
+  the pipeline sends that these configurations overlap (``overlap_p2p_comm``) are not
+  modelled: those rows keep their TP and PP communication exposed.
 
 Units: tokens per second per GPU; errors are ``model / published - 1``.
 """
@@ -62,7 +68,7 @@ _PRESET_MACHINES = {("H100 SXM5 80GB", "DGX H100"), ("B200", "DGX B200")}
 _GPUS_PER_NODE = 8
 _WITHIN = 0.25
 _COLUMNS = (_REQUIRED + _INT_COLUMNS + _FLOAT_COLUMNS + _BOOL_COLUMNS
-            + ("system", "recipe", "notes", "kind"))
+            + ("system", "recipe", "notes", "kind", "tp_comm_overlap"))
 
 
 def _parse(name, line, value):
@@ -182,6 +188,15 @@ def _system_for(gpu_text, gpus):
     return preset, cluster(preset, gpus // _GPUS_PER_NODE)
 
 
+def _overlap_method(text):
+    """The ``tp_overlap_method`` of a row's ``tp_comm_overlap`` field."""
+    if not text or text == "off":
+        return "none"
+    if "=" not in text:
+        return text
+    return dict(pair.split("=", 1) for pair in text.split(";"))
+
+
 def _check_row(r, recipe):
     tp, pp = r["tp"] or 1, r["pp"] or 1
     cp, vp = r["cp"] or 1, r["vp"] or 1
@@ -197,6 +212,7 @@ def _check_row(r, recipe):
            "published_tokens_per_s_per_gpu": r["tokens_per_s_per_gpu"],
            "model_tokens_per_s_per_gpu": None, "step_s": None, "mfu": None,
            "error": None, "fits": None, "reason": None, "recompute": None,
+           "tp_overlap_method": None,
            "notes": []}
     notes = out["notes"]
     try:
@@ -224,18 +240,30 @@ def _check_row(r, recipe):
         if "full activation checkpointing" in src:
             recompute = "full"
         elif "selective" in src and "checkpointing" in src:
-            recompute = "selective"
-            notes.append("the source's per-op selective checkpointing modelled as "
-                         "Megatron's selective recomputation")
+            recompute = "per-op" if r["source_id"].startswith("torchtitan") \
+                else "selective"
+            if recompute == "per-op":
+                notes.append("torchtitan's per-op selective checkpointing: its policy "
+                             "recomputes every second matmul of a layer (wk, wo, w3)")
         out["recompute"] = recompute
         row_recipe = recipe
-        if recipe == "compiled" and "rowwise" in (r["recipe"] or "").lower():
+        src_recipe = (r["recipe"] or "").lower()
+        if recipe == "compiled" and "rowwise" in src_recipe:
             row_recipe = "compiled-rowwise"
             notes.append("the source's rowwise FP8 scaling modelled by the "
                          "compiled-rowwise recipe")
+        elif recipe == "compiled" and "no torch.compile" in src_recipe:
+            row_recipe = "eager"
+            notes.append("the source ran without torch.compile: the eager recipe")
+        overlap = _overlap_method(r.get("tp_comm_overlap"))
+        if overlap != "none" and tp > 1:
+            notes.append(f"TP communication overlap as the run's configuration sets it "
+                         f"({r['tp_comm_overlap']})")
+        out["tp_overlap_method"] = overlap
         kw = dict(global_batch=r["global_batch"], micro_batch=out["micro_batch"],
                   seq_len=out["seq_len"], zero=out["zero"], sequence_parallel=tp > 1,
-                  precision=r["precision"], recipe=row_recipe)
+                  precision=r["precision"], recipe=row_recipe,
+                  tp_overlap_method=overlap if tp > 1 else "none")
         lay = Layout(tp, pp, dp, vp)
         st = step_time(r["model"], system, lay, recompute=recompute, **kw)
         fits = st.fits if recompute != "none" else step_time(

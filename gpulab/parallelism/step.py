@@ -14,6 +14,7 @@ from .efficiency import (PRECISIONS, RECIPES, logits_efficiency, peak_flops,
                          spec_shard_efficiency)
 from .layout import Layout, as_layout, memory_reason, structural_reasons, as_system
 from .memory import TrainingMemory, check_ep, training_memory
+from .overlap import TP_OVERLAP_METHODS, tp_overlap_effect, tp_overlap_sites
 from .model import RECOMPUTE, default_value, check_flag, flops_parts, check_positive, seq_len_of, as_model, check_zero, assumption, flops_per_step
 
 
@@ -145,7 +146,7 @@ def compute_efficiency(m, gpu_spec, tp, seq_len, micro_batch, precision, mfu,
 
 
 def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucket, res,
-          nvls, gb, wb, precision="bf16", ep=1, recipe="compiled"):
+          nvls, gb, wb, precision="bf16", ep=1, recipe="compiled", tp_method="none"):
     mb = gbatch // (lay.dp * b)
     n = lay.n_gpus
     tokens = float(gbatch) * s
@@ -158,12 +159,17 @@ def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucke
         / (lay.tp * lay.dp * peak)
     comm = comm_parts(m, s_, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb,
                       ep)
-    tp = comm.tp * (1.0 - tpo)
+    exposed, slow = tp_overlap_effect(m, lay.tp, tp_method)
+    layer_compute = f_layers / lay.pp / eff / (lay.tp * lay.dp * peak)
+    plain = flops_parts(m, tokens, s, "none")[0]           # linear GEMMs + attention
+    linear_share = 1.0 - 3.0 * 4.0 * s * m.hidden * m.layers * tokens / plain
+    tp = comm.tp * (1.0 - tpo) * exposed + slow * layer_compute * linear_share
     pp = comm.pp
     ep_t = comm.ep
     bubble = bubble_fraction(lay.pp, mb, lay.virtual) * (compute + tp + ep_t)
     # per micro-batch forward and backward time (recomputation is in the backward)
-    fwd_share = {"none": 1 / 3, "selective": 1 / 3, "full": 1 / 4}[recompute]
+    fwd_share = {"none": 1 / 3, "selective": 1 / 3, "full": 1 / 4}.get(
+        recompute, flops_parts(m, tokens, s, "none")[0] / 3.0 / f_layers)
     fwd = compute / mb * fwd_share
     bwd = compute / mb - fwd
     parts, dp = comm.dp_parts, 0.0
@@ -187,6 +193,11 @@ def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucke
     if lay.pp > 1 and mb < lay.pp:
         notes.append(f"only {mb} micro-batches for {lay.pp} stages: the pipeline "
                      "never fills")
+    if tp_method != "none" and lay.tp > 1:
+        name = tp_method if isinstance(tp_method, str) else "userbuffers, per site"
+        notes.append(f"TP collectives overlapped with GEMMs ({name}): {exposed:.1%} "
+                     f"left exposed; the hosting GEMMs add {slow:.1%} of the "
+                     "linear-layer time")
     if sp and lay.tp == 1:
         notes.append("sequence parallelism has no effect at TP1")
     if not fits:
@@ -217,7 +228,8 @@ def step_options(system, *, mfu, precision, dp_overlap, tp_overlap, bucket_bytes
 def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None,
               zero=0, sequence_parallel=False, recompute="none", mfu=None,
               dp_overlap=None, tp_overlap=None, bucket_bytes=None, reserve=None,
-              nvls=True, precision="bf16", ep=1, recipe="compiled"):
+              nvls=True, precision="bf16", ep=1, recipe="compiled",
+              tp_overlap_method="none"):
     r"""Step time, throughput and memory of one layout.
 
     Parameters
@@ -235,7 +247,7 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     sequence_parallel : bool
         Must be True for a mixture-of-experts model with TP > 1 (Megatron Core
         refuses MoE with tensor parallelism otherwise; ``parallelism.memory.moe_sp_reason``).
-    recompute : {"none", "selective", "full"}
+    recompute : {"none", "selective", "full", "per-op"}
     mfu : float, optional
         A flat fraction of the GPU's dense peak (in ``precision``) for all compute,
         in (0, 1]. Default None: from the shapes -- the transformer layers at
@@ -247,8 +259,15 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
         Fraction of the DP communication allowed to overlap compute, [0, 1]
         (default 1.0: Megatron ``--overlap-grad-reduce``/``--overlap-param-gather``).
     tp_overlap : float, optional
-        Fraction of the TP communication hidden behind GEMMs, [0, 1] (default 0;
-        Megatron's ``--tp-comm-overlap`` hides part of it).
+        Fraction of the TP communication hidden behind GEMMs, [0, 1] (default 0), at
+        no cost: a what-if knob. For what Megatron's ``--tp-comm-overlap`` does, use
+        ``tp_overlap_method``.
+    tp_overlap_method : str or dict
+        ``"none"`` (default), ``"userbuffers"`` or ``"userbuffers-p2p"``, or
+        ``{site: method}``: Transformer Engine's overlap of each TP collective with a
+        GEMM of the layer (:mod:`gpulab.parallelism.overlap`): the pipeline sites' last
+        chunk stays exposed, the hosting GEMMs run slower by our measured amounts. Needs
+        ``sequence_parallel`` (Megatron asserts it) and excludes ``tp_overlap``.
     bucket_bytes : float, optional
         DP bucket size (default 25 MiB).
     reserve : float, optional
@@ -338,6 +357,24 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     sp = check_flag("sequence_parallel", sequence_parallel)
     check_choice("recompute", recompute, RECOMPUTE)
     check_choice("recipe", recipe, RECIPES)
+    if isinstance(tp_overlap_method, str):
+        check_choice("tp_overlap_method", tp_overlap_method, TP_OVERLAP_METHODS)
+    elif not isinstance(tp_overlap_method, dict):
+        raise ValueError("tp_overlap_method: expected one of "
+                         f"{list(TP_OVERLAP_METHODS)} or a {{site: method}} dict, got "
+                         f"{tp_overlap_method!r}")
+    else:
+        try:
+            tp_overlap_sites(m, 2, tp_overlap_method)
+        except ValueError as exc:
+            raise ValueError(f"tp_overlap_method: {exc}") from None
+    if tp_overlap_method != "none":
+        if tp_overlap not in (None, 0, 0.0):
+            raise ValueError("tp_overlap: leave it unset with tp_overlap_method "
+                             f"{tp_overlap_method!r} (the method sets what is hidden)")
+        if not sequence_parallel and as_layout(layout).tp > 1:
+            raise ValueError("tp_overlap_method: Transformer Engine's TP overlap needs "
+                             "sequence_parallel=True (Megatron asserts it)")
     eta, dpo, tpo, bucket, res, nv = step_options(
         s_, mfu=mfu, precision=precision, dp_overlap=dp_overlap, tp_overlap=tp_overlap,
         bucket_bytes=bucket_bytes, reserve=reserve, nvls=nvls)
@@ -347,4 +384,4 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     e = check_ep(m, ep, lay.dp)
     return step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, eta, dpo, tpo, bucket,
                  res, nv, assumption("grad_bytes"), assumption("weight_bytes"), precision,
-                 e, recipe)
+                 e, recipe, tp_overlap_method)
