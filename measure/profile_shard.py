@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Per-kernel GPU time of one compiled layer shard, BF16 and FP8, from the profiler.
+
+Builds the shard of ``measure/layer_recipes.py`` (same module, same recipes: BF16 under
+torch.compile, torchao float8 tensorwise under torch.compile, static shapes), runs a few
+forward + backward steps under ``torch.profiler`` and writes, per recipe and shape, the
+GPU time of every kernel name summed over the profiled steps and divided by their number.
+Kernels are put in classes by name (attention, GEMM, other) so the two recipes can be set
+side by side.
+
+Usage (GPU machine; torchao carried as a wheel, see run_recipes_h200.sh):
+  python3 measure/profile_shard.py --kind gpt --shape 4096,8,8192,1 --shape 4096,8,2048,4 \
+      --output kernels.csv
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import layer_recipes as LR  # noqa: E402
+
+
+def kernel_class(name):
+    n = name.lower()
+    if "flash" in n or "fmha" in n or "attention" in n:
+        return "attention"
+    if "gemm" in n or "sm90_xmma" in n or "cutlass" in n or "nvjet" in n or "mma" in n:
+        return "gemm"
+    return "other"
+
+
+def profile(kind, recipe, h, t, s, b, steps):
+    from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+    torch.manual_seed(0)
+    mod = LR.build(torch, kind, h, t, s, False).cuda().to(torch.bfloat16)
+    if recipe == "fp8-tensorwise":
+        mod = convert_to_float8_training(mod, config=Float8LinearConfig.from_recipe_name(
+            "tensorwise"))
+    torch._dynamo.reset()
+    fn = torch.compile(lambda m, x: m(x), dynamic=False)
+    x = torch.randn(b, s, h, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    g = torch.randn(b, s, h, device="cuda", dtype=torch.bfloat16)
+
+    def step():
+        for p in mod.parameters():
+            p.grad = None
+        x.grad = None
+        fn(mod, x).backward(g)
+
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record()
+    for _ in range(steps):
+        step()
+    e1.record()
+    torch.cuda.synchronize()
+    wall = e0.elapsed_time(e1) / steps
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    per = defaultdict(float)
+    count = defaultdict(int)
+    for ev in prof.events():
+        if ev.device_type == torch.autograd.DeviceType.CUDA:
+            per[ev.name] += ev.device_time_total if hasattr(ev, "device_time_total") \
+                else ev.cuda_time_total
+            count[ev.name] += 1
+    return wall, {k: (v / steps / 1e3, count[k] // steps) for k, v in per.items()}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kind", default="gpt", choices=("gpt", "llama"))
+    ap.add_argument("--shape", action="append", required=True,
+                    help="h,t,s,b (repeatable)")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--output", required=True)
+    args = ap.parse_args(argv)
+    with open(args.output, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["kind", "recipe", "hidden", "tp", "seq_len", "micro_batch",
+                    "step_ms_events", "kernel_class", "kernel", "calls_per_step",
+                    "ms_per_step"])
+        for shp in args.shape:
+            h, t, s, b = (int(v) for v in shp.split(","))
+            for recipe in ("bf16-compiled", "fp8-tensorwise"):
+                wall, kern = profile(args.kind, recipe, h, t, s, b, args.steps)
+                tot = defaultdict(float)
+                for name, (ms, calls) in sorted(kern.items(), key=lambda kv: -kv[1][0]):
+                    tot[kernel_class(name)] += ms
+                    w.writerow([args.kind, recipe, h, t, s, b, round(wall, 4),
+                                kernel_class(name), name[:160], calls, round(ms, 5)])
+                fh.flush()
+                print(f"{args.kind} {recipe} {h}/{t} s{s} b{b}: step {wall:.3f} ms; "
+                      + ", ".join(f"{k} {v:.3f}" for k, v in sorted(tot.items())),
+                      file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
