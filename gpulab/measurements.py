@@ -37,10 +37,12 @@ __all__ = ["CopyRun", "copy_bandwidth", "CopyLatencyRun", "copy_latency_run",
            "NVLinkStatusParseError", "PooledSweep", "FIT_RUNS", "HOLDOUT_RUNS", "PROCS_RUNS",
            "CHECK_RUNS",
            "collective_run", "pool_runs", "parse_nccl_choices", "OVERLAP_RUN",
-           "gemm_power_trace"]
+           "gemm_power_trace", "KERNELS_RUN", "kernel_profile"]
 
 #: Our 1x H200 run of GEMMs beside copies and of back-to-back GEMMs under nvidia-smi.
 OVERLAP_RUN = "h200-x1-2026-12-02-overlap"
+#: Our per-kernel profiles of compiled layer shards on 1x H200.
+KERNELS_RUN = "h200-x1-2026-12-02-kernels"
 
 
 @dataclass(frozen=True)
@@ -687,4 +689,48 @@ def gemm_power_trace(filename="power_run1.csv", run=OVERLAP_RUN):
                       "samples": len(steady),
                       "power_capped": all(int(r["event_reasons"], 16) & 0x4
                                           for r in rows)}
+    return out
+
+
+def kernel_profile(filename="kernels_gpt.csv", run=KERNELS_RUN):
+    """Per-kernel GPU time of compiled layer shards (``measure/profile_shard.py``).
+
+    Parameters
+    ----------
+    filename : str
+        ``"kernels_gpt.csv"`` or ``"kernels_llama.csv"``.
+    run : str
+        The raw-run folder.
+
+    Returns
+    -------
+    dict
+        ``{(recipe, seq_len, micro_batch): d}`` with ``d``: ``step_ms`` (CUDA events),
+        ``attention_ms``, ``gemm_ms``, ``other_ms`` (kernel time per step by class) and
+        ``top_other`` (``(kernel name, ms)`` of the longest kernel of class other).
+
+    Examples
+    --------
+    >>> p = kernel_profile()
+    >>> one, four = p[("fp8-tensorwise", 8192, 1)], p[("fp8-tensorwise", 2048, 4)]
+    >>> one["other_ms"] > four["other_ms"] + 0.3, abs(one["gemm_ms"] - four["gemm_ms"]) < 0.05
+    (True, True)
+    """
+    text = raw_capture(run, filename)
+    reader = csv.DictReader(io.StringIO(text))
+    need = {"recipe", "seq_len", "micro_batch", "step_ms_events", "kernel_class",
+            "kernel", "ms_per_step"}
+    if not need <= set(reader.fieldnames or ()):
+        raise ValueError(f"filename: {filename!r} is not a kernel profile (columns "
+                         f"{sorted(need)})")
+    out = {}
+    for r in reader:
+        key = (r["recipe"], int(r["seq_len"]), int(r["micro_batch"]))
+        d = out.setdefault(key, {"step_ms": float(r["step_ms_events"]),
+                                 "attention_ms": 0.0, "gemm_ms": 0.0, "other_ms": 0.0,
+                                 "top_other": ("", 0.0)})
+        ms = float(r["ms_per_step"])
+        d[f"{r['kernel_class']}_ms"] += ms
+        if r["kernel_class"] == "other" and ms > d["top_other"][1]:
+            d["top_other"] = (r["kernel"], ms)
     return out

@@ -32,6 +32,9 @@ CASES = [
     Case(measurements.gemm_power_trace,
          {"filename": "power_run2.csv", "run": measurements.OVERLAP_RUN},
          {"filename": _NAME_BAD + ["README.md", "overlap_held.csv"], "run": _NAME_BAD}),
+    Case(measurements.kernel_profile,
+         {"filename": "kernels_llama.csv", "run": measurements.KERNELS_RUN},
+         {"filename": _NAME_BAD + ["README.md", "command.sh"], "run": _NAME_BAD}),
 ]
 _FIT_SWEEP = measurements.copy_latency_run("copies_run1.csv")   # used by the fit
 _SWEEPS_BAD = [None, 3, True, "copies_r1.csv", [], [("x",)], [(3, 4)],
