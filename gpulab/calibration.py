@@ -175,8 +175,10 @@ def public_singlenode_errors():
     list of dict
         One per (source, system, GPUs, GPUs per process, band): ``points``,
         ``median_error``, ``worst_error``, ``within`` (median within the band's
-        target) and ``points_within`` (share within
-        :data:`gpulab.network.POINT_TARGET`).
+        target), ``points_within`` (share within
+        :data:`gpulab.network.POINT_TARGET`) and ``anomalies`` (points left out as
+        hiccups of their run: slower than :data:`gpulab.network.ANOMALY_FACTOR` times
+        the next larger size of the same sweep).
 
     Examples
     --------
@@ -184,9 +186,17 @@ def public_singlenode_errors():
     >>> {r["band"] for r in e} <= {b[0] for b in network.BANDS}
     True
     """
-    groups = {}
-    for row in public_singlenode_results():
+    groups, skipped = {}, {}
+    bad = _singlenode_anomalies()
+    for i, row in enumerate(public_singlenode_results()):
         if row["system"] == "none":
+            continue
+        if i in bad:
+            for name, low, high, *_ in network.BANDS:
+                if low <= row["size_bytes"] < high:
+                    key = (row["url"], row["system"], row["gpus"],
+                           row["gpus_per_process"], name)
+                    skipped[key] = skipped.get(key, 0) + 1
             continue
         t = _single_prediction(row)
         for name, low, high, metric, target in network.BANDS:
@@ -207,5 +217,26 @@ def public_singlenode_errors():
                     "band": band, "points": int(e.size), "median_error": med,
                     "worst_error": float(e[np.argmax(np.abs(e))]),
                     "within": abs(med) <= target,
-                    "points_within": float(np.mean(np.abs(e) <= network.POINT_TARGET))})
+                    "points_within": float(np.mean(np.abs(e) <= network.POINT_TARGET)),
+                    "anomalies": skipped.get((url, system, gpus, g, band), 0)})
+    return out
+
+
+_SINGLE_SWEEP_FIELDS = ("url", "system", "gpus", "gpus_per_process", "transport",
+                        "nccl_version", "collective", "algorithm", "protocol", "nvls",
+                        "in_place")
+
+
+def _singlenode_anomalies():
+    """Indices (in :func:`public_singlenode_results`) of the points slower than
+    ``network.ANOMALY_FACTOR`` times the next larger size of the same sweep."""
+    rows = public_singlenode_results()
+    by = {}
+    for i, r in enumerate(rows):
+        by.setdefault(tuple(r.get(f) for f in _SINGLE_SWEEP_FIELDS), []).append(i)
+    out = set()
+    for idx in by.values():
+        bad = network.nonmonotone([rows[i]["size_bytes"] for i in idx],
+                                  [rows[i]["time_us"] for i in idx])
+        out |= {idx[j] for j in bad}
     return out

@@ -82,12 +82,14 @@ from .model import (  # noqa: F401
     nvls_efficiency,
 )
 from .public import (  # noqa: F401
-    BANDS, POINT_TARGET, cluster_of, predicted, public_errors, public_results)
+    ANOMALY_FACTOR, BANDS, POINT_TARGET, cluster_of, nonmonotone, predicted, public_errors,
+    public_results, run_anomalies)
 
 __all__ = [
     "scale_out", "CLUSTER_PRESETS", "cluster_preset", "algorithm_table",
     "collective_times", "nvls_efficiency", "network_path", "NetworkPath", "public_results",
-    "public_errors", "BANDS", "POINT_TARGET", "fabric", "fabric_names", "Fabric", "topology",
+    "public_errors", "BANDS", "POINT_TARGET", "ANOMALY_FACTOR", "nonmonotone",
+    "run_anomalies", "fabric", "fabric_names", "Fabric", "topology",
     "parse_nics", "nccl_constant", "nccl_version", "busbw_factor", "BUSBW_OPS",
     "NET_ALGORITHMS", "PROTOCOLS",
 ]

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import systems
+from .._validate import as_number
 from .cluster import CLUSTER_PRESETS, scale_out
 from .data import parse_nics
 from .model import busbw_factor, collective_times
@@ -29,6 +30,14 @@ BANDS = (("< 64 KiB", 0, 64 * 2**10, "time", 0.20),
          (">= 1 GiB", 2**30, float("inf"), "busbw", 0.20))
 #: Every single point's error target (fraction), in every band.
 POINT_TARGET = 0.35
+#: A published point whose time is more than this factor times the time of the next
+#: larger size in the same sweep is a hiccup of that run (a collective on more data
+#: cannot take less time on a quiet system): :func:`run_anomalies` lists such points
+#: and the error tables leave them out, counting them.
+ANOMALY_FACTOR = 1.5
+_SWEEP_FIELDS = ("url", "system", "nodes", "gpus_per_node", "nics", "fabric",
+                 "collective", "algorithm", "gpus_per_process", "nccl_version", "nvls",
+                 "protocol", "in_place")
 
 
 @functools.lru_cache(maxsize=1)
@@ -44,16 +53,84 @@ def public_results():
     >>> "aws-p5" in {r["system"] for r in rows}
     True
     """
+    return [{k: v for k, v in r.items() if k != "_row"} for r in _results()]
+
+
+@functools.lru_cache(maxsize=1)
+def _results():
     out = []
-    for r in _rows():
+    for i, r in enumerate(_rows()):
         if r["system"] == "none":          # hardware without a preset: cited, not checked
             continue
-        row = dict(r)
+        row = dict(r, _row=i)
         for k in ("nodes", "gpus_per_node", "size_bytes"):
             row[k] = int(row[k])
         for k in ("time_us", "busbw_gbps"):
             row[k] = float(row[k]) if row[k] != "" else None
         out.append(row)
+    return out
+
+
+def nonmonotone(sizes, times, factor=ANOMALY_FACTOR):
+    """Indices of the points of one sweep slower than ``factor`` times the next larger
+    size (sizes need not be sorted; sizes without a time are skipped).
+
+    >>> sorted(nonmonotone([8, 16, 32, 64], [30.0, 31.0, 90.0, 40.0]))
+    [2]
+    """
+    f = as_number("factor", factor, low=1, allow_array=False)
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__len__"):
+        raise ValueError(f"sizes must be a sequence of sizes [B]; got {sizes!r}")
+    if isinstance(times, (str, bytes)) or not hasattr(times, "__len__") \
+            or len(times) != len(sizes):
+        raise ValueError(f"times must be a sequence as long as sizes ({len(sizes)}); "
+                         f"got {times!r}")
+    for i, v in enumerate(sizes):
+        as_number(f"sizes[{i}]", v, low=0, allow_array=False)
+    for i, v in enumerate(times):
+        if v is not None:
+            as_number(f"times[{i}]", v, low=0, allow_array=False)
+    pts = sorted((float(s), float(t), i) for i, (s, t) in enumerate(zip(sizes, times))
+                 if t is not None)
+    return {a[2] for a, b in zip(pts, pts[1:]) if b[0] > a[0] and a[1] > f * b[1]}
+
+
+def _sweeps(rows, fields):
+    """Group rows into sweeps: ``{key: [row, ...]}`` with key the values of ``fields``."""
+    out = {}
+    for r in rows:
+        out.setdefault(tuple(r.get(f) for f in fields), []).append(r)
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _anomaly_ids():
+    ids = set()
+    for rs in _sweeps(_results(), _SWEEP_FIELDS).values():
+        bad = nonmonotone([r["size_bytes"] for r in rs], [r["time_us"] for r in rs])
+        ids |= {rs[i]["_row"] for i in bad}
+    return ids
+
+
+def run_anomalies():
+    """The published multi-node points that are hiccups of their run (slower than
+    :data:`ANOMALY_FACTOR` times the next larger size of the same sweep), left out of
+    :func:`public_errors`.
+
+    >>> a = run_anomalies()
+    >>> all(r["time_us"] > ANOMALY_FACTOR * r["next_time_us"] for r in a)
+    True
+    """
+    out = []
+    for rs in _sweeps(_results(), _SWEEP_FIELDS).values():
+        ordered = sorted(rs, key=lambda r: r["size_bytes"])
+        for i in sorted(nonmonotone([r["size_bytes"] for r in ordered],
+                                    [r["time_us"] for r in ordered])):
+            r, nxt = ordered[i], ordered[i + 1]
+            out.append({k: r[k] for k in ("url", "system", "nodes", "collective",
+                                          "size_bytes", "time_us")}
+                       | {"next_size_bytes": nxt["size_bytes"],
+                          "next_time_us": nxt["time_us"]})
     return out
 
 
@@ -123,7 +200,8 @@ def public_errors():
         target), ``points_within`` (the share of points within
         :data:`POINT_TARGET`) and ``estimate_median_error``: the same median for
         NCCL's tuner estimate taken as the time (what this model did before it
-        modelled the run).
+        modelled the run), and ``anomalies``: the points of that source and band left
+        out as hiccups of the run (:func:`run_anomalies`).
 
     Examples
     --------
@@ -132,7 +210,15 @@ def public_errors():
     True
     """
     groups = {}
-    for row in public_results():
+    skipped = {}
+    anomalies = _anomaly_ids()
+    for row in _results():
+        if row["_row"] in anomalies:
+            for name, low, high, *_ in BANDS:
+                if low <= row["size_bytes"] < high:
+                    key = (row["url"], row["system"], row["nodes"], name)
+                    skipped[key] = skipped.get(key, 0) + 1
+            continue
         t, est, _algo, n = _model(row)
         for name, low, high, metric, target in BANDS:
             if not low <= row["size_bytes"] < high:
@@ -154,6 +240,7 @@ def public_errors():
                     "target": target,
                     "within": abs(float(np.median(e))) <= target,
                     "points_within": float(np.mean(np.abs(e) <= POINT_TARGET)),
-                    "estimate_median_error": float(np.median(est))})
+                    "estimate_median_error": float(np.median(est)),
+                    "anomalies": skipped.get((url, system, nodes, band), 0)})
     return out
 

@@ -7,7 +7,8 @@ from gpulab import network as net
 from gpulab.network import execution as ex
 
 MODULES = (net, ex)
-NO_ARGS = {net.public_results, net.public_errors, net.fabric_names, net.nccl_version}
+NO_ARGS = {net.public_results, net.public_errors, net.fabric_names, net.nccl_version,
+           net.run_anomalies}
 
 _CLUSTER_BAD = [None, 3, True, "", "no-such-cluster", "DGX-H100-SPOD", ["aws-p5"]]
 _NICS_BAD = ["8x", "x400G", "0x400G", "8x0G", "8x9999G", "2000x100G", "8 NICs", 8,
@@ -18,6 +19,10 @@ _SYSTEM2 = "dgx-h100-spod"
 _FABRIC_BAD = [c for c in CHOICE("IB", "omnipath") if c is not None]   # None: default
 
 CASES = [
+    Case(net.nonmonotone, {"sizes": [8, 16, 32], "times": [3.0, 2.0, 4.0], "factor": 1.5},
+         {"sizes": [None, "8", 8, [-1, 16, 32], [8, float("nan"), 32], [8, 16]],
+          "times": [None, "x", [1.0, 2.0], [1.0, -2.0, 3.0], [1.0, float("inf"), 3.0]],
+          "factor": [0.5, -1, float("nan"), float("inf"), "2", None, True, [1.5]]}),
     Case(net.scale_out,
          {"system": _SYSTEM2, "nodes": 2, "nics": "8x400G", "fabric": "ib",
           "sharp": False, "gdr": True},

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 from gpulab import collectives as C, network as N, systems
 
@@ -455,3 +456,38 @@ def test_parallelism_cluster_takes_cluster_presets():
     c = par.cluster("aws-p5", 4)
     assert c.n_gpus == 32 and c.network.fabric == "efa"
     assert par.rank_layouts("13b", "dgx-h100-spod", global_batch=64).best is not None
+
+
+def test_run_anomalies_are_left_out_and_counted():
+    """A point slower than ANOMALY_FACTOR x the next larger size of its sweep is listed
+    by run_anomalies and excluded (and counted) in public_errors; nothing else is."""
+    anomalies = N.run_anomalies()
+    assert len(anomalies) == 5
+    for a in anomalies:
+        assert a["next_size_bytes"] > a["size_bytes"]
+        assert a["time_us"] > N.ANOMALY_FACTOR * a["next_time_us"]
+    errs = N.public_errors()
+    assert sum(e["anomalies"] for e in errs) == len(anomalies)
+    counted = sum(e["points"] for e in errs) + len(anomalies)
+    with_data = 0
+    for r in N.public_results():
+        for _name, lo, hi, metric, _t in N.BANDS:
+            if lo <= r["size_bytes"] < hi and (
+                    r["time_us"] if metric == "time" else r["busbw_gbps"]):
+                with_data += 1
+    assert counted == with_data
+
+
+def test_nonmonotone_oracle():
+    assert N.nonmonotone([8, 16, 32, 64], [30.0, 31.0, 90.0, 40.0]) == {2}
+    assert N.nonmonotone([64, 8, 32, 16], [40.0, 30.0, 90.0, 31.0]) == {2}   # unsorted
+    assert N.nonmonotone([8, 16], [20.0, 10.0], factor=2.0) == set()
+    assert N.nonmonotone([8, 16], [20.1, 10.0], factor=2.0) == {0}
+    assert N.nonmonotone([8, 16, 32], [5.0, None, 1.0]) == {0}      # None skipped
+
+
+@given(st.lists(st.floats(1e-3, 1e6), min_size=1, max_size=30))
+def test_nonmonotone_flags_nothing_in_a_nondecreasing_sweep(ts):
+    times = sorted(ts)
+    sizes = [2 ** i for i in range(len(times))]
+    assert N.nonmonotone(sizes, times) == set()

@@ -60,3 +60,18 @@ def test_blackwell_nvls_scales_ours_by_nccls_ratio():
     errs = calibration.public_singlenode_errors()
     rack = [e for e in errs if e["system"] == "gb200-nvl72" and e["band"] == ">= 1 GiB"]
     assert rack and all(abs(e["median_error"]) <= 0.20 for e in rack)
+
+
+def test_single_server_run_anomalies_are_left_out_and_counted():
+    from gpulab import calibration, network
+    rows = calibration.public_singlenode_results()
+    errs = calibration.public_singlenode_errors()
+    left = sum(e["anomalies"] for e in errs)
+    assert left == 1
+    # the point left out is slower than ANOMALY_FACTOR x the next size of its sweep
+    (bad,) = [e for e in errs if e["anomalies"]]
+    sweep = sorted((r for r in rows if r["url"] == bad["url"] and r["gpus"] == bad["gpus"]
+                    and r["gpus_per_process"] == bad["gpus_per_process"]
+                    and r["collective"] == "all_gather"), key=lambda r: r["size_bytes"])
+    assert any(a["time_us"] > network.ANOMALY_FACTOR * b["time_us"]
+               for a, b in zip(sweep, sweep[1:]))
