@@ -657,13 +657,16 @@ def gemm_power_trace(filename="power_run1.csv", run=OVERLAP_RUN):
         TFLOP/s over the 8 s), ``power_w`` and ``sm_clock_mhz`` (medians),
         ``sm_clock_max_mhz`` (the highest sample), ``samples`` and
         ``power_capped`` (every sample's clock-event reasons include the software power
-        cap, bit 0x4).
+        cap, bit 0x4); and ``"power_limit_w"``: the GPU's power limit as ``nvidia-smi``
+        reported it before the run (``versions.txt`` of the run).
 
     Examples
     --------
     >>> t = gemm_power_trace()
     >>> t["bf16"]["power_w"] > 680, t["bf16"]["sm_clock_mhz"] < 1600, t["bf16"]["power_capped"]
     (True, True, True)
+    >>> t["power_limit_w"]
+    700.0
     """
     text = raw_capture(run, filename)
     by = {}
@@ -689,6 +692,8 @@ def gemm_power_trace(filename="power_run1.csv", run=OVERLAP_RUN):
                       "samples": len(steady),
                       "power_capped": all(int(r["event_reasons"], 16) & 0x4
                                           for r in rows)}
+    limit = re.search(r",\s*([0-9.]+) W,", raw_capture(run, "versions.txt"))
+    out["power_limit_w"] = float(limit.group(1)) if limit else float("nan")
     return out
 
 

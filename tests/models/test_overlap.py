@@ -186,5 +186,6 @@ def test_power_trace_shows_the_700_w_limit():
             assert t[d]["sm_clock_mhz"] < 0.8 * t[d]["sm_clock_max_mhz"]
             assert t[d]["samples"] >= 30
         assert 600 < t["bf16"]["tflops"] < 700 and 1100 < t["fp8"]["tflops"] < 1300
+        assert t["power_limit_w"] == 700.0
     with pytest.raises(ValueError, match="filename"):
         measurements.gemm_power_trace("overlap_held.csv")
