@@ -37,12 +37,15 @@ __all__ = ["CopyRun", "copy_bandwidth", "CopyLatencyRun", "copy_latency_run",
            "NVLinkStatusParseError", "PooledSweep", "FIT_RUNS", "HOLDOUT_RUNS", "PROCS_RUNS",
            "CHECK_RUNS",
            "collective_run", "pool_runs", "parse_nccl_choices", "OVERLAP_RUN",
-           "gemm_power_trace", "KERNELS_RUN", "kernel_profile"]
+           "gemm_power_trace", "KERNELS_RUN", "kernel_profile", "FULL_STEP_RUN",
+           "full_step_runs"]
 
 #: Our 1x H200 run of GEMMs beside copies and of back-to-back GEMMs under nvidia-smi.
 OVERLAP_RUN = "h200-x1-2026-12-02-overlap"
 #: Our per-kernel profiles of compiled layer shards on 1x H200.
 KERNELS_RUN = "h200-x1-2026-12-02-kernels"
+#: Our forward + backward steps of a whole Llama 3 8B on 1x H200.
+FULL_STEP_RUN = "h200-x1-2026-12-02-fullstep"
 
 
 @dataclass(frozen=True)
@@ -738,4 +741,46 @@ def kernel_profile(filename="kernels_gpt.csv", run=KERNELS_RUN):
         d[f"{r['kernel_class']}_ms"] += ms
         if r["kernel_class"] == "other" and ms > d["top_other"][1]:
             d["top_other"] = (r["kernel"], ms)
+    return out
+
+
+def full_step_runs(filename="full_step.csv", run=FULL_STEP_RUN):
+    """Forward + backward of a whole model on one GPU (``measure/full_step.py``).
+
+    Parameters
+    ----------
+    filename : str
+    run : str
+        The raw-run folder.
+
+    Returns
+    -------
+    list of dict
+        One per configuration that ran: ``model``, ``precision``, ``ac`` (torchtitan's
+        activation checkpointing: ``"op"`` per-op selective, ``"full"``, ``"none"``),
+        ``batch``, ``seq_len``, ``step_s`` (median), ``tokens_per_s``, ``peak_gb``,
+        ``gpu``, ``torch``, ``torchao``.
+
+    Examples
+    --------
+    >>> r = {(x["precision"], x["ac"]): x for x in full_step_runs()}
+    >>> r[("fp8", "op")]["tokens_per_s"] > r[("bf16", "op")]["tokens_per_s"]
+    True
+    """
+    text = raw_capture(run, filename)
+    reader = csv.DictReader(io.StringIO(text))
+    need = {"model", "precision", "ac", "batch", "seq_len", "step_s", "tokens_per_s",
+            "status"}
+    if not need <= set(reader.fieldnames or ()):
+        raise ValueError(f"filename: {filename!r} is not a whole-model step run "
+                         f"(columns {sorted(need)})")
+    out = []
+    for r in reader:
+        if r["status"] != "ok":
+            continue
+        out.append({"model": r["model"], "precision": r["precision"], "ac": r["ac"],
+                    "batch": int(r["batch"]), "seq_len": int(r["seq_len"]),
+                    "step_s": float(r["step_s"]), "tokens_per_s": float(r["tokens_per_s"]),
+                    "peak_gb": float(r["peak_gb"]), "gpu": r["gpu"], "torch": r["torch"],
+                    "torchao": r["torchao"]})
     return out

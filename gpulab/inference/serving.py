@@ -213,8 +213,13 @@ def allreduce_comparison(system, n_ranks, published_system):
                     "message_bytes": r["message_bytes"], "published_s": pub,
                     "model_s": m, "error": m / pub - 1})
     if not out:
+        counts = sorted({r["gpus"] for r in allreduce_rows()
+                         if r["system"] == published_system})
+        if counts:
+            raise ValueError(f"n_ranks: {published_system!r} has published rows at "
+                             f"{counts} GPUs, not {n_ranks}")
         raise ValueError(f"published_system: no published rows for "
-                         f"{published_system!r} at {n_ranks} GPUs")
+                         f"{published_system!r}")
     return out
 
 

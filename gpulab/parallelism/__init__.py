@@ -72,6 +72,7 @@ from .model import (  # noqa: F401
     layer_flops,
     per_op_recomputed_matrices,
 )
+from .checks import WHOLE_MODEL_SYSTEM, whole_model_check  # noqa: F401
 from .overlap import (  # noqa: F401
     TP_OVERLAP_METHODS,
     TP_OVERLAP_SITES,
@@ -174,6 +175,8 @@ __all__ = [
     "OVERLAP_SITE_METHODS",
     "tp_overlap_sites",
     "tp_overlap_effect",
+    "WHOLE_MODEL_SYSTEM",
+    "whole_model_check",
     "Layout",
     "cluster",
     "validate_layout",

@@ -213,6 +213,7 @@ def _check_row(r, recipe):
            "model_tokens_per_s_per_gpu": None, "step_s": None, "mfu": None,
            "error": None, "fits": None, "reason": None, "recompute": None,
            "tp_overlap_method": None,
+           "preset_hardware": (r["gpu"], r["system"]) in _PRESET_MACHINES,
            "notes": []}
     notes = out["notes"]
     try:
@@ -307,7 +308,8 @@ def published_fp8_check(recipe="compiled"):
         (model / published - 1), ``fits`` (the layout's memory fits the preset's GPU;
         the time is reported either way), ``reason`` (None, or why the row is not
         predicted: then the model fields are None) and ``notes`` (list of str:
-        every choice that departs from the source, and the model's own notes).
+        every choice that departs from the source, and the model's own notes) and
+        ``preset_hardware`` (the row ran on the preset's own machine).
 
     Raises
     ------
@@ -356,7 +358,10 @@ def published_fp8_summary(recipe="compiled"):
     Returns
     -------
     dict
-        ``{"overall": stats, "by_source": {source_id: stats}}`` where ``stats`` is a
+        ``{"overall": stats, "by_source": {source_id: stats}, "by_hardware":
+        {"preset": stats, "other": stats}}`` (``"preset"``: the rows that ran on the
+        preset's own machine, DGX H100 or DGX B200; ``"other"``: the others, such as
+        torchtitan's 500 W HBM2e H100s, modelled on the nearest preset) where ``stats`` is a
         dict: ``rows`` (published rows), ``predicted`` (rows with an error),
         ``not_fitting`` (predicted rows whose memory does not fit the preset's GPU,
         counted among ``predicted``), ``median_error``, ``mean_abs_error`` and
@@ -372,7 +377,7 @@ def published_fp8_summary(recipe="compiled"):
     --------
     >>> s = published_fp8_summary()
     >>> sorted(s), s["overall"]["rows"] == len(published_fp8_rows())
-    (['by_source', 'overall'], True)
+    (['by_hardware', 'by_source', 'overall'], True)
     >>> 0 < s["overall"]["predicted"] < s["overall"]["rows"]
     True
     >>> 0 <= s["overall"]["within_25"] <= 1
@@ -383,4 +388,7 @@ def published_fp8_summary(recipe="compiled"):
     for r in rows:
         by.setdefault(r["source_id"], []).append(r)
     return {"overall": _stats(rows),
-            "by_source": {k: _stats(v) for k, v in by.items()}}
+            "by_source": {k: _stats(v) for k, v in by.items()},
+            "by_hardware": {
+                "preset": _stats([r for r in rows if r["preset_hardware"]]),
+                "other": _stats([r for r in rows if not r["preset_hardware"]])}}

@@ -7,7 +7,7 @@ from bad_values import (CHOICE, FRACTION_CLOSED, FRACTION_OPEN, INF, INT, NAN,
 from gpulab import parallelism as par
 
 MODULES = (par,)
-NO_ARGS = {par.model_names}
+NO_ARGS = {par.model_names, par.whole_model_check}
 
 
 def _opt(values):

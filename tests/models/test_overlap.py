@@ -189,3 +189,42 @@ def test_power_trace_shows_the_700_w_limit():
         assert t["power_limit_w"] == 700.0
     with pytest.raises(ValueError, match="filename"):
         measurements.gemm_power_trace("overlap_held.csv")
+
+
+# --- the whole-model runs -----------------------------------------------------------
+def test_whole_model_check_is_the_step_model_beside_our_runs():
+    runs = measurements.full_step_runs()
+    rows = par.whole_model_check()
+    assert len(rows) == len(runs) == 4
+    for run, row in zip(runs, rows):
+        st = par.step_time("llama3-8b", par.WHOLE_MODEL_SYSTEM, (1, 1, 1),
+                           global_batch=run["batch"], micro_batch=run["batch"],
+                           seq_len=run["seq_len"], recompute=row["recompute"],
+                           precision=run["precision"])
+        assert row["model_tokens_per_s"] == pytest.approx(st.tokens_per_s, rel=1e-12)
+        assert row["measured_tokens_per_s"] == run["tokens_per_s"]
+        assert row["error"] == pytest.approx(st.tokens_per_s / run["tokens_per_s"] - 1)
+        assert run["batch"] * run["seq_len"] / run["step_s"] == pytest.approx(
+            run["tokens_per_s"], rel=1e-3)
+        # within +-25% on every run, the model never the faster by more than 5%
+        assert -0.25 <= row["error"] <= 0.05, row
+    by = {(r["precision"], r["recompute"]): r for r in rows}
+    # what the runs show: FP8 pays on this wide shard, full recompute costs time
+    for rc in ("per-op", "full"):
+        assert by[("fp8", rc)]["measured_tokens_per_s"] > \
+            1.2 * by[("bf16", rc)]["measured_tokens_per_s"]
+    for p in ("bf16", "fp8"):
+        assert by[(p, "full")]["measured_tokens_per_s"] < \
+            by[(p, "per-op")]["measured_tokens_per_s"]
+
+
+def test_preset_hardware_rows_and_summary():
+    s = par.published_fp8_summary()
+    pre, other = s["by_hardware"]["preset"], s["by_hardware"]["other"]
+    assert pre["predicted"] + other["predicted"] == s["overall"]["predicted"]
+    assert pre["within_25"] == 1.0
+    for r in par.published_fp8_check():
+        if r["source_id"].startswith("torchtitan-2024") or "asynctp" in r["source_id"]:
+            assert not r["preset_hardware"]
+        if r["gpu"].startswith("H100 SXM5") and r["system"] == "dgx-h100 x8 nodes":
+            assert r["preset_hardware"]

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# 1x H200 SXM, driver 580.159.04, PyTorch 2.11.0+cu130, torchao 0.18.0 (wheel in .whl/),
+# 2026-12-02 22:50 UTC. Run from the repository root on the GPU machine.
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/torchao-*.whl
+export PYTHONPATH=/tmp/site
+nvidia-smi --query-gpu=driver_version,power.limit,clocks.max.sm --format=csv > versions_full.txt
+python3 measure/full_step.py --precision bf16,fp8 --ac op,full --batch 2 --seq 8192 --output full_step.csv
