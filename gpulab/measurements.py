@@ -38,7 +38,7 @@ __all__ = ["CopyRun", "copy_bandwidth", "CopyLatencyRun", "copy_latency_run",
            "CHECK_RUNS",
            "collective_run", "pool_runs", "parse_nccl_choices", "OVERLAP_RUN",
            "gemm_power_trace", "KERNELS_RUN", "kernel_profile", "FULL_STEP_RUN",
-           "full_step_runs"]
+           "full_step_runs", "FULL_STEP_FILES"]
 
 #: Our 1x H200 run of GEMMs beside copies and of back-to-back GEMMs under nvidia-smi.
 OVERLAP_RUN = "h200-x1-2026-12-02-overlap"
@@ -744,12 +744,17 @@ def kernel_profile(filename="kernels_gpt.csv", run=KERNELS_RUN):
     return out
 
 
-def full_step_runs(filename="full_step.csv", run=FULL_STEP_RUN):
+#: The files of :data:`FULL_STEP_RUN`, in the order they were recorded.
+FULL_STEP_FILES = ("full_step.csv", "full_step_eager.csv", "full_step_b1.csv")
+
+
+def full_step_runs(filenames=FULL_STEP_FILES, run=FULL_STEP_RUN):
     """Forward + backward of a whole model on one GPU (``measure/full_step.py``).
 
     Parameters
     ----------
-    filename : str
+    filenames : tuple of str
+        Files of the run (a file without a ``compiled`` column ran compiled blocks).
     run : str
         The raw-run folder.
 
@@ -758,8 +763,8 @@ def full_step_runs(filename="full_step.csv", run=FULL_STEP_RUN):
     list of dict
         One per configuration that ran: ``model``, ``precision``, ``ac`` (torchtitan's
         activation checkpointing: ``"op"`` per-op selective, ``"full"``, ``"none"``),
-        ``batch``, ``seq_len``, ``step_s`` (median), ``tokens_per_s``, ``peak_gb``,
-        ``gpu``, ``torch``, ``torchao``.
+        ``compiled`` (blocks under torch.compile), ``batch``, ``seq_len``, ``step_s``
+        (median), ``tokens_per_s``, ``peak_gb``, ``gpu``, ``torch``, ``torchao``.
 
     Examples
     --------
@@ -767,18 +772,35 @@ def full_step_runs(filename="full_step.csv", run=FULL_STEP_RUN):
     >>> r[("fp8", "op")]["tokens_per_s"] > r[("bf16", "op")]["tokens_per_s"]
     True
     """
-    text = raw_capture(run, filename)
+    if isinstance(filenames, str) or not isinstance(filenames, (tuple, list)) \
+            or not filenames:
+        raise ValueError(f"filenames must be a non-empty tuple of file names; "
+                         f"got {filenames!r}")
+    out = []
+    for filename in filenames:
+        if not isinstance(filename, str):
+            raise ValueError(f"filenames: {filename!r} is not a file name")
+        out.extend(_full_step_file(run, filename))
+    return out
+
+
+def _full_step_file(run, filename):
+    try:
+        text = raw_capture(run, filename)
+    except ValueError as exc:        # name both parameters: either may be wrong
+        raise ValueError(f"filenames/run: {exc}") from None
     reader = csv.DictReader(io.StringIO(text))
     need = {"model", "precision", "ac", "batch", "seq_len", "step_s", "tokens_per_s",
             "status"}
     if not need <= set(reader.fieldnames or ()):
-        raise ValueError(f"filename: {filename!r} is not a whole-model step run "
+        raise ValueError(f"filenames: {filename!r} is not a whole-model step run "
                          f"(columns {sorted(need)})")
     out = []
     for r in reader:
         if r["status"] != "ok":
             continue
         out.append({"model": r["model"], "precision": r["precision"], "ac": r["ac"],
+                    "compiled": r.get("compiled", "True") in ("True", "true", "1"),
                     "batch": int(r["batch"]), "seq_len": int(r["seq_len"]),
                     "step_s": float(r["step_s"]), "tokens_per_s": float(r["tokens_per_s"]),
                     "peak_gb": float(r["peak_gb"]), "gpu": r["gpu"], "torch": r["torch"],

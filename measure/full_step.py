@@ -136,7 +136,7 @@ class Wrapped(nn.Module):
                           context_fn=self.ctx, preserve_rng_state=False)
 
 
-def build(precision, ac, seq):
+def build(precision, ac, seq, compiled=True):
     torch.manual_seed(0)
     with torch.device("cuda"):
         m = Llama(seq)
@@ -147,12 +147,13 @@ def build(precision, ac, seq):
         convert_to_float8_training(m, config=cfg,
                                    module_filter_fn=lambda mod, fqn: fqn != "output")
     for i, blk in enumerate(m.layers):
-        m.layers[i] = torch.compile(Wrapped(blk, ac))
+        w = Wrapped(blk, ac)
+        m.layers[i] = torch.compile(w) if compiled else w
     return m
 
 
-def run(precision, ac, batch, seq, warmup, steps):
-    m = build(precision, ac, seq)
+def run(precision, ac, batch, seq, warmup, steps, compiled=True):
+    m = build(precision, ac, seq, compiled)
     tokens = torch.randint(0, VOCAB, (batch, seq), device="cuda")
     labels = torch.randint(0, VOCAB, (batch, seq), device="cuda")
 
@@ -192,6 +193,8 @@ def main(argv=None):
     ap.add_argument("--seq", type=int, default=8192)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--compile", default="on", choices=("on", "off"),
+                    help="off: eager blocks (torchtitan without torch.compile)")
     ap.add_argument("--output", required=True)
     args = ap.parse_args(argv)
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -201,7 +204,8 @@ def main(argv=None):
         meta["torchao"] = torchao.__version__
     except ImportError:
         meta["torchao"] = ""
-    fields = list(meta) + ["model", "precision", "ac", "batch", "seq_len", "step_s",
+    fields = list(meta) + ["model", "precision", "ac", "compiled", "batch", "seq_len",
+                           "step_s",
                            "step_min_s", "step_max_s", "tokens_per_s", "peak_gb",
                            "warmup_s", "status"]
     with open(args.output, "w", newline="") as fh:
@@ -210,16 +214,19 @@ def main(argv=None):
         for ac in args.ac.split(","):
             for precision in args.precision.split(","):
                 row = dict(meta, model="llama3-8b", precision=precision, ac=ac,
-                           batch=args.batch, seq_len=args.seq)
+                           compiled=args.compile == "on", batch=args.batch,
+                           seq_len=args.seq)
                 try:
                     med, lo, hi, peak, comp = run(precision, ac, args.batch, args.seq,
-                                                  args.warmup, args.steps)
+                                                  args.warmup, args.steps,
+                                                  args.compile == "on")
                     row.update(step_s=round(med, 5), step_min_s=round(lo, 5),
                                step_max_s=round(hi, 5),
                                tokens_per_s=round(args.batch * args.seq / med, 1),
                                peak_gb=round(peak, 2), warmup_s=round(comp, 1),
                                status="ok")
-                    log(f"{precision} ac={ac}: {med * 1e3:.1f} ms/step, "
+                    log(f"{precision} ac={ac} compile={args.compile} b={args.batch}: "
+                        f"{med * 1e3:.1f} ms/step, "
                         f"{args.batch * args.seq / med:.0f} tokens/s, {peak:.1f} GB, "
                         f"warm-up {comp:.0f} s")
                 except Exception as exc:                  # noqa: BLE001 - record it

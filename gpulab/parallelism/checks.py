@@ -29,24 +29,28 @@ def whole_model_check():
     list of dict
         One per run of :func:`gpulab.measurements.full_step_runs`: ``precision``,
         ``recompute`` (the model's name of the run's checkpointing), ``batch``,
-        ``seq_len``, ``measured_tokens_per_s``, ``model_tokens_per_s`` and ``error``
+        ``recipe`` (``"compiled"`` or ``"eager"``), ``seq_len``,
+        ``measured_tokens_per_s``, ``model_tokens_per_s`` and ``error``
         (model / measured - 1; negative: the model is slower).
 
     Examples
     --------
     >>> rows = whole_model_check()
     >>> sorted({r["recompute"] for r in rows})
-    ['full', 'per-op']
+    ['full', 'none', 'per-op']
     >>> all(abs(r["error"]) < 0.25 for r in rows)
     True
     """
     out = []
     for r in measurements.full_step_runs():
         rc = _RECOMPUTE[r["ac"]]
+        recipe = "compiled" if r["compiled"] else "eager"
         st = step_time(r["model"], WHOLE_MODEL_SYSTEM, Layout(1, 1, 1),
                        global_batch=r["batch"], micro_batch=r["batch"],
-                       seq_len=r["seq_len"], recompute=rc, precision=r["precision"])
-        out.append({"precision": r["precision"], "recompute": rc, "batch": r["batch"],
+                       seq_len=r["seq_len"], recompute=rc, precision=r["precision"],
+                       recipe=recipe)
+        out.append({"precision": r["precision"], "recompute": rc, "recipe": recipe,
+                    "batch": r["batch"],
                     "seq_len": r["seq_len"],
                     "measured_tokens_per_s": r["tokens_per_s"],
                     "model_tokens_per_s": st.tokens_per_s,

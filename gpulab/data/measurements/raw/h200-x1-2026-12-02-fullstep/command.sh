@@ -5,3 +5,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 export PYTHONPATH=/tmp/site
 nvidia-smi --query-gpu=driver_version,power.limit,clocks.max.sm --format=csv > versions_full.txt
 python3 measure/full_step.py --precision bf16,fp8 --ac op,full --batch 2 --seq 8192 --output full_step.csv
+# second command, 2026-12-02 22:58 UTC, another freshly started machine: eager blocks, and no
+# checkpointing at one sequence per micro-batch
+python3 measure/full_step.py --compile off --precision bf16 --ac op --batch 2 --seq 8192 --output full_step_eager.csv
+python3 measure/full_step.py --precision bf16,fp8 --ac none --batch 1 --seq 8192 --output full_step_b1.csv
