@@ -768,8 +768,10 @@ def full_step_runs(filenames=FULL_STEP_FILES, run=FULL_STEP_RUN):
 
     Examples
     --------
-    >>> r = {(x["precision"], x["ac"]): x for x in full_step_runs()}
-    >>> r[("fp8", "op")]["tokens_per_s"] > r[("bf16", "op")]["tokens_per_s"]
+    >>> r = {(x["precision"], x["ac"], x["compiled"]): x for x in full_step_runs()}
+    >>> r[("fp8", "op", True)]["tokens_per_s"] > r[("bf16", "op", True)]["tokens_per_s"]
+    True
+    >>> r[("bf16", "op", False)]["tokens_per_s"] < r[("bf16", "op", True)]["tokens_per_s"]
     True
     """
     if isinstance(filenames, str) or not isinstance(filenames, (tuple, list)) \
