@@ -745,7 +745,8 @@ def kernel_profile(filename="kernels_gpt.csv", run=KERNELS_RUN):
 
 
 #: The files of :data:`FULL_STEP_RUN`, in the order they were recorded.
-FULL_STEP_FILES = ("full_step.csv", "full_step_eager.csv", "full_step_b1.csv")
+FULL_STEP_FILES = ("full_step.csv", "full_step_eager.csv", "full_step_b1.csv",
+                   "full_step_70b8.csv")
 
 
 def full_step_runs(filenames=FULL_STEP_FILES, run=FULL_STEP_RUN):
@@ -761,7 +762,8 @@ def full_step_runs(filenames=FULL_STEP_FILES, run=FULL_STEP_RUN):
     Returns
     -------
     list of dict
-        One per configuration that ran: ``model``, ``precision``, ``ac`` (torchtitan's
+        One per configuration that ran: ``model``, ``layers`` (the blocks run, where the
+        file says; None: the model's own), ``precision``, ``ac`` (torchtitan's
         activation checkpointing: ``"op"`` per-op selective, ``"full"``, ``"none"``),
         ``compiled`` (blocks under torch.compile), ``batch``, ``seq_len``, ``step_s``
         (median), ``tokens_per_s``, ``peak_gb``, ``gpu``, ``torch``, ``torchao``.
@@ -801,7 +803,9 @@ def _full_step_file(run, filename):
     for r in reader:
         if r["status"] != "ok":
             continue
-        out.append({"model": r["model"], "precision": r["precision"], "ac": r["ac"],
+        out.append({"model": r["model"],
+                    "layers": int(r["layers"]) if r.get("layers") else None,
+                    "precision": r["precision"], "ac": r["ac"],
                     "compiled": r.get("compiled", "True") in ("True", "true", "1"),
                     "batch": int(r["batch"]), "seq_len": int(r["seq_len"]),
                     "step_s": float(r["step_s"]), "tokens_per_s": float(r["tokens_per_s"]),

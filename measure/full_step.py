@@ -36,6 +36,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 H, LAYERS, HEADS, KV, D, FFN, VOCAB, THETA = 4096, 32, 32, 8, 128, 14336, 128256, 500000.0
+#: --shape presets: (hidden, heads, kv heads, ffn): Llama 3 8B and 70B (the 70B run with
+#: fewer layers, --layers, to fit one GPU).
+SHAPES = {"llama3-8b": (4096, 32, 8, 14336), "llama3-70b": (8192, 64, 8, 28672)}
 
 
 def log(*a):
@@ -193,10 +196,16 @@ def main(argv=None):
     ap.add_argument("--seq", type=int, default=8192)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--shape", default="llama3-8b", choices=sorted(SHAPES))
+    ap.add_argument("--layers", type=int, default=0,
+                    help="transformer blocks (0: the model's own, 32 for the 8B)")
     ap.add_argument("--compile", default="on", choices=("on", "off"),
                     help="off: eager blocks (torchtitan without torch.compile)")
     ap.add_argument("--output", required=True)
     args = ap.parse_args(argv)
+    global H, HEADS, KV, FFN, LAYERS
+    H, HEADS, KV, FFN = SHAPES[args.shape]
+    LAYERS = args.layers or {"llama3-8b": 32, "llama3-70b": 80}[args.shape]
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
     try:
@@ -204,8 +213,8 @@ def main(argv=None):
         meta["torchao"] = torchao.__version__
     except ImportError:
         meta["torchao"] = ""
-    fields = list(meta) + ["model", "precision", "ac", "compiled", "batch", "seq_len",
-                           "step_s",
+    fields = list(meta) + ["model", "layers", "precision", "ac", "compiled", "batch",
+                           "seq_len", "step_s",
                            "step_min_s", "step_max_s", "tokens_per_s", "peak_gb",
                            "warmup_s", "status"]
     with open(args.output, "w", newline="") as fh:
@@ -213,7 +222,7 @@ def main(argv=None):
         w.writeheader()
         for ac in args.ac.split(","):
             for precision in args.precision.split(","):
-                row = dict(meta, model="llama3-8b", precision=precision, ac=ac,
+                row = dict(meta, model=args.shape, layers=LAYERS, precision=precision, ac=ac,
                            compiled=args.compile == "on", batch=args.batch,
                            seq_len=args.seq)
                 try:

@@ -3,6 +3,7 @@ torchtitan's per-op recomputation."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import statistics
 
@@ -195,9 +196,13 @@ def test_power_trace_shows_the_700_w_limit():
 def test_whole_model_check_is_the_step_model_beside_our_runs():
     runs = measurements.full_step_runs()
     rows = par.whole_model_check()
-    assert len(rows) == len(runs) == 7
+    assert len(rows) == len(runs) == 11
     for run, row in zip(runs, rows):
-        st = par.step_time("llama3-8b", par.WHOLE_MODEL_SYSTEM, (1, 1, 1),
+        spec = par.model(run["model"])
+        if run["layers"] is not None:
+            spec = dataclasses.replace(spec, layers=run["layers"])
+        assert row["layers"] == spec.layers
+        st = par.step_time(spec, par.WHOLE_MODEL_SYSTEM, (1, 1, 1),
                            global_batch=run["batch"], micro_batch=run["batch"],
                            seq_len=run["seq_len"], recompute=row["recompute"],
                            precision=run["precision"],
@@ -211,7 +216,7 @@ def test_whole_model_check_is_the_step_model_beside_our_runs():
         # within +-25% on every run, the model never the faster by more than 5%
         assert -0.25 <= row["error"] <= 0.05, row
     by = {(r["precision"], r["recompute"]): r for r in rows
-          if r["recipe"] == "compiled" and r["batch"] == 2}
+          if r["recipe"] == "compiled" and r["batch"] == 2 and r["model"] == "llama3-8b"}
     assert len(by) == 4
     # what the runs show: FP8 pays on this wide shard, full recompute costs time
     for rc in ("per-op", "full"):

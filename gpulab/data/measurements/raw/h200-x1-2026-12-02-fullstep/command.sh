@@ -9,3 +9,6 @@ python3 measure/full_step.py --precision bf16,fp8 --ac op,full --batch 2 --seq 8
 # checkpointing at one sequence per micro-batch
 python3 measure/full_step.py --compile off --precision bf16 --ac op --batch 2 --seq 8192 --output full_step_eager.csv
 python3 measure/full_step.py --precision bf16,fp8 --ac none --batch 1 --seq 8192 --output full_step_b1.csv
+# third command, 2026-12-02 23:04 UTC, another freshly started machine: the Llama 3 70B shape with 8 of
+# its 80 blocks (to fit one GPU), one sequence per micro-batch
+python3 measure/full_step.py --shape llama3-70b --layers 8 --precision bf16,fp8 --ac op,none --batch 1 --seq 8192 --output full_step_70b8.csv
