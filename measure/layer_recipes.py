@@ -81,6 +81,10 @@ FIT_LONG = [(4096, 1, 8192, 1), (4096, 8, 8192, 1), (16384, 1, 8192, 1),
 HOLD_HIDDEN = [3072, 6144, 12288]
 HOLD_TP = [1, 2, 4, 8]
 HOLD_TOK = [(4096, 1), (2048, 3)]
+# held out: 16384 tokens per micro-batch, twice the largest of the fit grid (the token
+# count of a whole Llama 3 8B step of 2 x 8192 tokens)
+TOKENS_16K = [(4096, 1, 8192, 2), (4096, 1, 2048, 8), (4096, 2, 8192, 2),
+              (8192, 1, 8192, 2), (8192, 2, 8192, 2), (8192, 4, 4096, 4)]
 
 
 def log(*a):
@@ -99,9 +103,12 @@ def grid(name):
     if name == "small":                       # held-out shapes with h / tp < 1024
         return [(h, t, s, b) for h in HOLD_HIDDEN for t in HOLD_TP
                 for s, b in HOLD_TOK if h // t < 1024]
+    if name == "tokens16k":                   # held out: twice the fit grid's tokens
+        return list(TOKENS_16K)
     if name == "smoke":
         return [(2048, 8, 2048, 1), (4096, 1, 2048, 1)]
-    raise SystemExit(f"--grid: unknown grid {name!r} (fit, holdout, check, small, smoke)")
+    raise SystemExit(f"--grid: unknown grid {name!r} (fit, holdout, check, small, "
+                     "tokens16k, smoke)")
 
 
 def dims(kind, h):

@@ -21,7 +21,10 @@ Levenberg-Marquardt on log time, fixed starts, best kept):
    ``h200-x1-2026-12-02-recipes-rowwise/layer_recipes_rowwise.csv`` (the fit and
    holdout grids, ``bash measure/run_recipes_h200.sh queued-grid 230 250 fp8-rowwise``).
 
-Every GPT row is held out, those of the static runs and those of
+The shards with 16384 tokens per micro-batch
+(``h200-x1-2026-12-02-recipes-16k/layer_recipes_16k.csv``, ``bash
+measure/run_tokens16k_h200.sh``) are held out and only checked. Every GPT row is held out,
+those of the static runs and those of
 ``h200-x1-2026-12-02-recipes-gpt/layer_recipes_gpt.csv`` (the GPT fit and holdout grids,
 ``GRID_KIND=gpt bash measure/run_recipes_h200.sh queued-grid 160 140``).
 
@@ -57,6 +60,8 @@ GPT = ROOT / "gpulab" / "data" / "measurements/raw/h200-x1-2026-12-02-recipes-gp
     / "layer_recipes_gpt.csv"
 DYNAMIC = ROOT / "gpulab" / "data" / "measurements/raw/h200-x1-2026-12-02-recipes" \
     / "layer_recipes.csv"
+TOKENS_16K = ROOT / "gpulab" / "data" / "measurements/raw/h200-x1-2026-12-02-recipes-16k" \
+    / "layer_recipes_16k.csv"
 OUT = ROOT / "gpulab" / "data" / "layer_recipes.yaml"
 GPU = specs.gpu("H200")
 FIT_HIDDEN = {2048, 4096, 8192, 16384}
@@ -207,6 +212,7 @@ def document():
     new = errors(t, list(t), lambda k: model(k, c_rw if k[1] == "fp8-rowwise" else c))
     tw_on_rw = errors(t, rw, lambda k: model(k, c, recipe="compiled"))
     dyn = measured("fwd_bwd_ms", DYNAMIC)
+    t16 = measured(path=TOKENS_16K)          # held out: never in a fit
     dyn8 = [k for k in dyn if k[1] == "fp8-tensorwise"]
     fits = {k for k in t if not held_out(k)}
     rows = lambda rec, fitted: {k: v for k, v in new.items()           # noqa: E731
@@ -229,6 +235,10 @@ def document():
             t, f8, lambda k: model(k, None, recipe="eager"))),
         "fp8_compiled_model_on_dynamic_shape_runs": by_band(errors(
             dyn, dyn8, lambda k: model(k, c))),
+        "tokens_16k_held_out": {
+            rec: by_band(errors(t16, [k for k in t16 if k[1] == rec],
+                                lambda k: model(k, c)))
+            for rec in ("bf16-compiled", "fp8-tensorwise")},
         "bf16_eager_model_on_bf16_eager": summary(errors(
             t, [k for k in t if k[1] == "bf16-eager"],
             lambda k: shard_time(terms(k), GPU, "bf16"))),

@@ -263,3 +263,20 @@ def test_a_shard_timed_alone_is_never_faster_than_inside_a_model(h, t, b, p):
 def test_bad_host_names_the_parameter(bad):
     with pytest.raises(ValueError, match="host"):
         par.layer_efficiency(4096, 32, 1, 2048, 1, host=bad)
+
+
+def test_shards_of_16k_tokens_are_held_out_and_within_the_layer_target():
+    """The 16384-token shards (twice the fit grid's largest) are in no fit and within
+    the layer-shard target (+-15%) in both recipes."""
+    import csv
+    import io
+    text = specs.read_data_text(
+        "measurements/raw/h200-x1-2026-12-02-recipes-16k/layer_recipes_16k.csv")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert {r["grid"] for r in rows} == {"tokens16k"}
+    assert {int(r["tokens"]) for r in rows} == {16384}
+    assert {r["recipe"] for r in rows} == {"bf16-compiled", "fp8-tensorwise"}
+    stored = specs.assumption("layer_recipes", "checks")["tokens_16k_held_out"]
+    for rec in ("bf16-compiled", "fp8-tensorwise"):
+        band = stored[rec]["h_over_tp_1024_and_above"]
+        assert band["n"] == 6 and abs(band["worst"]) <= 0.15
