@@ -16,9 +16,10 @@ How a row becomes a call (the choices are ours, stated in each result):
 * activation recomputation as the source ran it: ``"full"`` where its notes say full
   activation checkpointing, ``"per-op"`` for torchtitan's per-op selective checkpointing
   (its policy, read in ``parallelize_llama.py``, recomputes every second matmul of a
-  layer), ``"selective"`` for other selective recomputation, else ``"none"``; whether the layout fits is judged with the attention scores left out of
-  memory (``recompute="selective"``'s memory where the row runs none), since every
-  one of these frameworks runs flash attention, which never stores them;
+  layer), ``"selective"`` for other selective recomputation, else ``"none"``; whether
+  the layout fits is judged with the attention scores left out of memory
+  (``recompute="selective"``'s memory where the row runs none), since every one of
+  these frameworks runs flash attention, which never stores them;
 * the system is the 8-GPU preset of the row's GPU (H100: ``dgx-h100``, H200:
   ``hgx-h200``, B200: ``hgx-b200``), scaled to ``GPUs / 8`` nodes by :func:`cluster`;
   a machine other than the preset (the H100 96 GB HBM2e of the torchtitan tables,
@@ -308,7 +309,8 @@ def published_fp8_check(recipe="compiled"):
         (model / published - 1), ``fits`` (the layout's memory fits the preset's GPU;
         the time is reported either way), ``reason`` (None, or why the row is not
         predicted: then the model fields are None) and ``notes`` (list of str:
-        every choice that departs from the source, and the model's own notes) and
+        every choice that departs from the source, and the model's own notes),
+        ``recompute`` and ``tp_overlap_method`` (as run through :func:`step_time`) and
         ``preset_hardware`` (the row ran on the preset's own machine).
 
     Raises
