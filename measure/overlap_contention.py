@@ -120,17 +120,23 @@ def gemm_fn(dtype, m, k, n, chunks):
                                      out_dtype=torch.bfloat16) for x in blocks]
 
 
+def enqueue(fn, n, stream):
+    """Issue ``fn`` ``n`` times on ``stream``, each between two timing events; return the
+    event pairs (read them after a synchronize)."""
+    out = []
+    with torch.cuda.stream(stream):
+        for _ in range(n):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record(stream)
+            fn()
+            e1.record(stream)
+            out.append((e0, e1))
+    return out
+
+
 def timed(fn, reps, stream=None):
     """Median ms of fn over reps, CUDA events on ``stream``."""
-    s = stream or torch.cuda.current_stream()
-    out = []
-    with torch.cuda.stream(s):
-        for _ in range(reps):
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record(s)
-            fn()
-            e1.record(s)
-            out.append((e0, e1))
+    out = enqueue(fn, reps, stream or torch.cuda.current_stream())
     torch.cuda.synchronize()
     return statistics.median(e0.elapsed_time(e1) for e0, e1 in out)
 
@@ -141,24 +147,11 @@ def beside(gemm, copy, gemm_ms, copy_ms, reps):
     # copies for ~3x the GEMMs' span, so the GEMMs run entirely beside them
     n_copy = max(4, int(3 * reps * gemm_ms / max(copy_ms, 1e-3)) + 1)
     torch.cuda.synchronize()
-    ev = []
-    with torch.cuda.stream(cb):
-        for _ in range(n_copy):
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record(cb)
-            copy()
-            e1.record(cb)
-            ev.append((e0, e1))
+    ev = enqueue(copy, n_copy, cb)
     # the copies were issued first; the GEMM stream waits ~0.5 ms more on the GPU
-    g = []
     with torch.cuda.stream(ga):
         torch.cuda._sleep(int(1e6))
-        for _ in range(reps):
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record(ga)
-            gemm()
-            e1.record(ga)
-            g.append((e0, e1))
+    g = enqueue(gemm, reps, ga)
     torch.cuda.synchronize()
     gms = statistics.median(e0.elapsed_time(e1) for e0, e1 in g)
     # copies that ran while the GEMMs did: those between the first GEMM start and last end
