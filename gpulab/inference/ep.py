@@ -213,7 +213,10 @@ def ep_traffic(tokens, hidden, topk, experts, *, ep, gpus_per_node=8, kernel="no
     t = check_int("tokens", tokens, low=1, high=10_000_000)
     b = token_bytes(hidden, operation, kernel)
     e = check_int("experts", experts, low=1, high=65_536)
-    k = check_int("topk", topk, low=1, high=min(e, MAX_TOPK))
+    k = check_int("topk", topk, low=1, high=MAX_TOPK)
+    if k > e:
+        raise ValueError(f"topk must be at most experts: a token picks topk of the "
+                         f"layer's experts; got topk={k}, experts={e}")
     n_ep = check_int("ep", ep, low=1, high=65_536)
     g = check_int("gpus_per_node", gpus_per_node, low=1, high=1024)
     if e % n_ep:

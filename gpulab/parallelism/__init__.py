@@ -82,7 +82,9 @@ from .overlap import (  # noqa: F401
 )
 from .layout import (  # noqa: F401
     Layout,
+    PIPELINE_SPLITS,
     cluster,
+    stage_layers,
     validate_layout,
 )
 from .memory import (  # noqa: F401
@@ -103,6 +105,7 @@ from .comm import (  # noqa: F401
     expert_alltoall_time,
     bucket_allreduce_time,
     tp_allreduce_count,
+    cp_exposed,
     Communication,
     step_communication,
 )
@@ -178,7 +181,9 @@ __all__ = [
     "WHOLE_MODEL_SYSTEM",
     "whole_model_check",
     "Layout",
+    "PIPELINE_SPLITS",
     "cluster",
+    "stage_layers",
     "validate_layout",
     "DTYPE_BYTES",
     "DTYPES",
@@ -195,6 +200,7 @@ __all__ = [
     "expert_alltoall_time",
     "ExpertAllToAll",
     "tp_allreduce_count",
+    "cp_exposed",
     "Communication",
     "step_communication",
     "PRECISIONS",

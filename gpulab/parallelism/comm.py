@@ -284,6 +284,65 @@ def tp_allreduce_count(sequence_parallel=False, recompute="none"):
     return 6 if recompute == "full" else 4
 
 
+@finite_answer
+def cp_exposed(kv_s, kv_dkv_s, attention_s, cp, recompute="none"):
+    r"""Context parallelism: the key/value ring exchange of one layer and one
+    micro-batch that the attention kernels do not hide. [s]
+
+    Transformer Engine's default (``cp_comm_type="p2p"``, ``AttnFuncWithCPAndKVP2P`` in
+    ``transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py``
+    at v2.9) splits a rank's attention into ``cp`` steps, one per KV chunk, and sends
+    the next chunk round the ring while the current one is computed: the forward loop
+    (line 1367) sends the KV chunk ``cp - 1`` times; the backward loop (lines
+    2103-2138) sends the KV chunk first, then KV and its gradient together, and the
+    KV gradient alone at the last step (``2 (cp - 1)`` chunks in ``cp`` sends). Each
+    send hides behind one step's attention (ours: the step's share is 1/cp of the
+    rank's forward or backward attention time; forward 1/3 of the total, backward
+    2/3):
+
+    .. math::
+
+        t = (c-1)\,[\,t_{kv} - a_f]^+ + 2\,[\,t_{kv} - a_b]^+
+            + (c-2)\,[\,t_{kv+dkv} - a_b]^+,\qquad
+            a_f = rac{A}{3c},\ a_b = rac{2A}{3c}
+
+    and ``recompute="full"`` runs the forward exchange again in the backward pass.
+    torchtitan's default in PyTorch's ring attention all-gathers the KV shards
+    instead (``context_parallel_rotate_method="allgather"``); the same bytes, modelled
+    the same way (an approximation).
+
+    Parameters
+    ----------
+    kv_s, kv_dkv_s : float
+        Time of one send/receive of a rank's KV chunk, and of KV with its gradient. [s]
+    attention_s : float
+        The rank's attention time of the layer, forward + backward
+        (:func:`gpulab.parallelism.efficiency.spec_attention_time`). [s]
+    cp : int
+        Context-parallel degree (>= 1; 1 gives 0).
+    recompute : str
+        ``"full"`` repeats the forward exchange.
+
+    Examples
+    --------
+    >>> round(cp_exposed(1e-3, 2e-3, 0.0, 4), 9)   # nothing to hide behind: 3+2+2x2 ms
+    0.009
+    >>> cp_exposed(1e-3, 2e-3, 1.0, 4)     # long attention hides it all
+    0.0
+    """
+    kv_s = as_number("kv_s", kv_s, low=0, allow_array=False)
+    kv_dkv_s = as_number("kv_dkv_s", kv_dkv_s, low=0, allow_array=False)
+    attention_s = as_number("attention_s", attention_s, low=0, allow_array=False)
+    c = check_int("cp", cp, low=1, high=1_000_000)
+    check_choice("recompute", recompute, RECOMPUTE)
+    if c == 1:
+        return 0.0
+    a_f, a_b = attention_s / (3.0 * c), 2.0 * attention_s / (3.0 * c)
+    fwd = (c - 1) * max(0.0, kv_s - a_f)
+    bwd = 2.0 * max(0.0, kv_s - a_b) + (c - 2) * max(0.0, kv_dkv_s - a_b)
+    return fwd * (2.0 if recompute == "full" else 1.0) + bwd
+
+
 # --- communication -----------------------------------------------------------------
 @dataclass(frozen=True)
 class Communication:
@@ -311,6 +370,13 @@ class Communication:
         All-to-all calls per step.
     ep_bytes : float
         Each rank's buffer in one all-to-all. [B]
+    cp_kv_s, cp_kv_dkv_s : float
+        Context parallelism: time of one ring step's send/receive of a rank's keys and
+        values, and of its keys, values and their gradients together (0 without CP).
+        Before overlap with attention. [s]
+    cp_bytes : float
+        One rank's keys and values of one layer and micro-batch (the KV chunk each
+        ring step passes on). [B]
     """
 
     tp: float
@@ -326,6 +392,9 @@ class Communication:
     ep: float = 0.0
     ep_calls: int = 0
     ep_bytes: float = 0.0
+    cp_kv_s: float = 0.0
+    cp_kv_dkv_s: float = 0.0
+    cp_bytes: float = 0.0
 
 
 def _placement_notes(system, lay):
@@ -337,10 +406,14 @@ def _placement_notes(system, lay):
             notes.append(f"TP spans NVLink domains: TP{lay.tp} > "
                          f"{system.nvlink_domain} GPUs per NVLink domain, so TP "
                          "collectives cross the network")
-    if lay.dp > 1 and lay.tp * lay.dp > reach:
-        notes.append(f"DP groups cross nodes (TP{lay.tp} x DP{lay.dp} > {reach} "
+    if lay.cp > 1 and lay.tp * lay.cp > reach:
+        notes.append(f"CP rings cross nodes (TP{lay.tp} x CP{lay.cp} > {reach} GPUs "
+                     "per node): keys and values travel over the network")
+    if lay.dp > 1 and lay.tp * lay.cp * lay.dp > reach:
+        c = f" x CP{lay.cp}" if lay.cp > 1 else ""
+        notes.append(f"DP groups cross nodes (TP{lay.tp}{c} x DP{lay.dp} > {reach} "
                      "GPUs per node): gradients travel over the network")
-    if lay.pp > 1 and lay.tp * lay.dp >= reach:
+    if lay.pp > 1 and lay.tp * lay.cp * lay.dp >= reach:
         notes.append("PP stages sit on different nodes: activations cross the "
                      "network")
     return tuple(notes)
@@ -348,8 +421,10 @@ def _placement_notes(system, lay):
 
 def comm_parts(m, system, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb, ep=1):
     sp = sp and lay.tp > 1
-    act = float(b) * s * m.hidden * 2.0          # one BF16 activation tensor
-    per_mb = tp_allreduce_count(sp, recompute) * m.layers // lay.pp
+    cp = lay.cp
+    act = float(b) * (s // cp) * m.hidden * 2.0   # one BF16 activation tensor
+    stage = -(-m.layers // lay.pp)                 # layers of the busiest stage
+    per_mb = tp_allreduce_count(sp, recompute) * stage
     tp_calls = per_mb * mb
     if lay.tp > 1:
         if sp:
@@ -362,20 +437,21 @@ def comm_parts(m, system, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb,
     tp_t = tp_calls * one
     pp_bytes = act / lay.tp if sp else act
     pp_calls = 2 * mb * lay.virtual if lay.pp > 1 else 0
-    pp_t = pp_calls * _coll("sendrecv", pp_bytes, 2, lay.tp * lay.dp, system,
+    pp_t = pp_calls * _coll("sendrecv", pp_bytes, 2, lay.tp * cp * lay.dp, system,
                             nvls) if pp_calls else 0.0
     psi = stage_param_count(m, lay.tp, lay.pp)
     psi_e = stage_expert_param_count(m, lay.tp, lay.pp, ep) if ep > 1 else 0.0
     if ep > 1:
         psi = psi - stage_expert_param_count(m, lay.tp, lay.pp, 1)
     grad_bytes, w_bytes = psi * gb, psi * wb
-    stride, d = lay.tp, lay.dp
+    # gradients reduce over the DP x CP ranks (CP ranks hold the same weights)
+    stride, d = lay.tp, lay.dp * cp
     parts = {}
     # dense parameters reduce over DP (stride TP); with EP the experts reduce over
-    # their d / ep expert-data-parallel ranks (stride TP x EP)
+    # their d / ep expert-data-parallel ranks (stride TP x CP x EP)
     groups = [(grad_bytes, w_bytes, d, stride)]
     if ep > 1:
-        groups.append((psi_e * gb, psi_e * wb, d // ep, stride * ep))
+        groups.append((psi_e * gb, psi_e * wb, d // ep, stride * cp * ep))
     for g_bytes, wt_bytes, n, st in groups:
         if n <= 1:
             continue
@@ -392,13 +468,20 @@ def comm_parts(m, system, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb,
     ep_t, ep_calls, ep_bytes = 0.0, 0, 0.0
     if ep > 1:
         # each TP rank dispatches its 1/tp share of the micro-batch's tokens
-        ep_bytes = float(b) * s / lay.tp * m.top_k * m.hidden * 2.0
-        ep_calls = (6 if recompute == "full" else 4) * (m.layers // lay.pp) * mb
-        ep_t = ep_calls * _coll("alltoall", ep_bytes, ep, lay.tp, system, nvls)
+        ep_bytes = float(b) * (s // cp) / lay.tp * m.top_k * m.hidden * 2.0
+        ep_calls = (6 if recompute == "full" else 4) * stage * mb
+        ep_t = ep_calls * _coll("alltoall", ep_bytes, ep, lay.tp * cp, system, nvls)
+    kv_t = kv2_t = cp_bytes = 0.0
+    if cp > 1:
+        # a rank's K and V chunk: (s / cp) tokens x its kv_heads / tp heads, BF16
+        cp_bytes = 2.0 * b * (s // cp) * (m.kv_heads // lay.tp) * m.head_dim * 2.0
+        kv_t = _coll("sendrecv", cp_bytes, 2, lay.tp, system, nvls)
+        kv2_t = _coll("sendrecv", 2.0 * cp_bytes, 2, lay.tp, system, nvls)
     return Communication(tp_t, pp_t, float(sum(parts.values(), 0.0)), parts, tp_calls, pp_calls,
                          act if lay.tp > 1 else 0.0, pp_bytes if lay.pp > 1 else 0.0,
                          grad_bytes if d > 1 else 0.0,
-                         _placement_notes(system, lay), ep_t, ep_calls, ep_bytes)
+                         _placement_notes(system, lay), ep_t, ep_calls, ep_bytes,
+                         kv_t, kv2_t, cp_bytes)
 
 
 @finite_answer

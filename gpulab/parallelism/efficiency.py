@@ -76,14 +76,17 @@ RECIPES = ("compiled", "compiled-rowwise", "eager")
 
 
 def shard_terms(hidden, tp, seq_len, micro_batch, *, qkv_out=None, ffn_hidden=None,
-                swiglu=False):
+                swiglu=False, kv_len=None):
     """Work terms of one TP shard of one layer, forward + backward (dict).
 
     ``qkv_out``: QKV output width of the whole layer (default 3 x hidden, multi-head);
-    ``ffn_hidden``: MLP inner size (default 4 x hidden); ``swiglu``: fc1 is 2 x wide.
+    ``ffn_hidden``: MLP inner size (default 4 x hidden); ``swiglu``: fc1 is 2 x wide;
+    ``kv_len``: keys each query attends over (default ``seq_len``; with context
+    parallelism a rank holds ``seq_len / cp`` queries of a sequence of ``kv_len``).
     """
     h, t = float(hidden), float(tp)
     tokens = float(seq_len) * float(micro_batch)
+    keys = float(seq_len if kv_len is None else kv_len)
     qkv = 3.0 * h if qkv_out is None else float(qkv_out)
     f = 4.0 * h if ffn_hidden is None else float(ffn_hidden)
     fc1 = (2.0 if swiglu else 1.0) * f
@@ -92,7 +95,7 @@ def shard_terms(hidden, tp, seq_len, micro_batch, *, qkv_out=None, ffn_hidden=No
     thin = sum(6.0 * tokens * k * n / min(k, n) for k, n in dims)
     return {"gemm_flops": gemm, "gemm_thin": thin,
             "cast_elements": tokens * sum(k + n for k, n in dims),
-            "attention_flops": 12.0 * tokens * seq_len * h / t,
+            "attention_flops": 12.0 * tokens * keys * h / t,
             "full_width_elements": tokens * h, "shard_width_elements": tokens * h / t,
             "weight_elements": sum(k * n for k, n in dims)}
 
@@ -419,16 +422,33 @@ def stage_compute_time(hidden, layers, seq_len, micro_batch, *, heads=None, tp=1
     return n * flops / (peak_flops(specs.gpu(gpu), precision) * eff)
 
 
-def spec_shard_efficiency(m, tp, seq_len, micro_batch, gpu_spec, precision, layer_flops,
-                          recipe="compiled"):
-    """Efficiency of one shard of preset ``m``'s layer: its own shapes (GQA, SwiGLU),
-    ``layer_flops`` (per layer, no recompute, whole layer) over shard time x peak."""
+def _spec_terms(m, tp, seq_len, micro_batch, cp):
     d = m.hidden // m.heads
-    terms = shard_terms(m.hidden, tp, seq_len, micro_batch,
-                        qkv_out=m.hidden + 2 * m.kv_heads * d,
-                        ffn_hidden=m.ffn_hidden, swiglu=m.mlp == "swiglu")
+    return shard_terms(m.hidden, tp, seq_len // cp, micro_batch,
+                       qkv_out=m.hidden + 2 * m.kv_heads * d,
+                       ffn_hidden=m.ffn_hidden, swiglu=m.mlp == "swiglu", kv_len=seq_len)
+
+
+def spec_shard_efficiency(m, tp, seq_len, micro_batch, gpu_spec, precision, layer_flops,
+                          recipe="compiled", cp=1):
+    """Efficiency of one shard of preset ``m``'s layer: its own shapes (GQA, SwiGLU),
+    ``layer_flops`` (per layer, no recompute, whole layer) over shard time x peak.
+
+    ``cp``: context-parallel degree; the shard holds ``seq_len / cp`` tokens of each
+    sequence and attends over all ``seq_len`` keys (balanced causal split: 1/cp of the
+    attention work), so it does ``layer_flops / (tp cp)``."""
+    terms = _spec_terms(m, tp, seq_len, micro_batch, cp)
     time = recipe_shard_time(terms, gpu_spec, precision, recipe)
-    return layer_flops / tp / (time * peak_flops(gpu_spec, precision))
+    return layer_flops / (tp * cp) / (time * peak_flops(gpu_spec, precision))
+
+
+def spec_attention_time(m, tp, seq_len, micro_batch, gpu_spec, cp=1):
+    """Time of the attention kernels (forward + backward, BF16 flash attention) of one
+    shard of preset ``m``'s layer, the attention term of :func:`recipe_shard_time`;
+    with ``cp`` the rank's share of the causal work (1/cp). [s]"""
+    terms = _spec_terms(m, tp, seq_len, micro_batch, cp)
+    return terms["attention_flops"] / (coefficients("bf16")["attention_efficiency"]
+                                       * peak_flops(gpu_spec, "bf16"))
 
 
 def logits_efficiency(k, n, gpu_spec, precision, recipe="compiled"):

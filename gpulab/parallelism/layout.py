@@ -19,7 +19,7 @@ from .model import RECOMPUTE, default_value, check_flag, check_positive, seq_len
 # --- layouts and systems -----------------------------------------------------------
 @dataclass(frozen=True)
 class Layout:
-    """A 3-D parallel layout: ``tp x pp x dp`` GPUs.
+    """A parallel layout: ``tp x cp x pp x dp`` GPUs.
 
     Attributes
     ----------
@@ -28,39 +28,48 @@ class Layout:
     virtual : int
         Virtual pipeline stages per GPU (Megatron's interleaved 1F1B schedule);
         1 = plain 1F1B.
+    cp : int
+        Context-parallel degree (>= 1): each sequence is split over ``cp`` GPUs, which
+        exchange keys and values in attention (Megatron Core / Transformer Engine's
+        ``context_parallel_size``, torchtitan's ``context_parallel_degree``). The
+        ``dp`` data-parallel replicas each hold ``cp`` such GPUs; gradients are
+        reduced over all ``dp x cp``. Rank order TP fastest, then CP, DP, PP
+        (Megatron Core's default ``tp-cp-ep-dp-pp``).
     """
 
     tp: int = 1
     pp: int = 1
     dp: int = 1
     virtual: int = 1
+    cp: int = 1
 
     def __post_init__(self):
-        for key in ("tp", "pp", "dp", "virtual"):
+        for key in ("tp", "pp", "dp", "virtual", "cp"):
             object.__setattr__(self, key, check_int(key, getattr(self, key), low=1,
                                                     high=1_000_000))
 
     @property
     def n_gpus(self):
-        """GPUs used, ``tp * pp * dp``."""
-        return self.tp * self.pp * self.dp
+        """GPUs used, ``tp * cp * pp * dp``."""
+        return self.tp * self.cp * self.pp * self.dp
 
     def __str__(self):
         v = f" v{self.virtual}" if self.virtual > 1 else ""
-        return f"TP{self.tp} PP{self.pp} DP{self.dp}{v}"
+        c = f" CP{self.cp}" if self.cp > 1 else ""
+        return f"TP{self.tp} PP{self.pp}{c} DP{self.dp}{v}"
 
 
 def as_layout(layout):
     if isinstance(layout, Layout):
         return layout
-    if isinstance(layout, (tuple, list)) and len(layout) in (3, 4) and all(
+    if isinstance(layout, (tuple, list)) and len(layout) in (3, 4, 5) and all(
             isinstance(x, numbers.Integral) and not isinstance(x, bool)
             for x in layout):
         try:
             return Layout(*layout)
         except ValueError as exc:
             raise ValueError(f"layout: {exc}") from None
-    raise ValueError("layout must be a Layout or a (tp, pp, dp[, virtual]) tuple of "
+    raise ValueError("layout must be a Layout or a (tp, pp, dp[, virtual[, cp]]) tuple of "
                      f"integers >= 1; got {layout!r}")
 
 
@@ -133,11 +142,48 @@ def cluster(system, nodes, network_from=None):
 
 
 # --- validation --------------------------------------------------------------------
-def structural_reasons(m, system, lay, n_gpus, global_batch, b, s, sp):
+#: How layers are split over pipeline stages: ``"even"`` (every stage the same number
+#: of layers, Megatron's default) or ``"uneven"`` (layers need not divide the stages).
+PIPELINE_SPLITS = ("even", "uneven")
+
+
+def stage_layers(layers, pp, split="even"):
+    """(layers of the busiest stage, layers of the last stage) of a pipeline.
+
+    ``"even"``: ``layers / pp`` each. ``"uneven"``: the busiest stage runs
+    ``ceil(layers / pp)`` layers and the last one, which also computes the logits,
+    ``floor(layers / pp)``: torchtitan's generated split points
+    (``generate_split_points`` in ``torchtitan/parallelisms/pipelining_utils.py`` at
+    9dec370: the first and last stages get the base share, middle stages the extra
+    layers) and Megatron's ``account_for_embedding_in_pipeline_split`` /
+    ``account_for_loss_in_pipeline_split`` (embedding and loss counted as one layer
+    each, set for Llama 3.1 405B by Megatron-Bridge's recipe,
+    ``src/megatron/bridge/recipes/llama/llama3.py`` lines 413-414 at 5776a6d) both
+    give that for 126 layers over 8 stages (16 and 15).
+
+    >>> stage_layers(126, 8, "uneven"), stage_layers(80, 8)
+    ((16, 15), (10, 10))
+
+    Parameters: ``layers`` (>= 1), ``pp`` (1 to ``layers``), ``split`` (one of
+    :data:`PIPELINE_SPLITS`; ``"even"`` needs ``pp`` to divide ``layers``).
+    """
+    n = check_int("layers", layers, low=1, high=10**6)
+    p = check_int("pp", pp, low=1, high=n)
+    check_choice("split", split, PIPELINE_SPLITS)
+    if split == "even" and n % p:
+        raise ValueError(f"pp must divide layers ({n}) with split 'even'; got {p}")
+    return -(-n // p), n // p
+
+
+def structural_reasons(m, system, lay, n_gpus, global_batch, b, s, sp, split="even"):
     why = []
     if lay.n_gpus != n_gpus:
-        why.append(f"TP x PP x DP = {lay.tp} x {lay.pp} x {lay.dp} = {lay.n_gpus}, "
-                   f"not the {n_gpus} GPUs to use")
+        if lay.cp > 1:
+            why.append(f"TP x CP x PP x DP = {lay.tp} x {lay.cp} x {lay.pp} x {lay.dp} "
+                       f"= {lay.n_gpus}, not the {n_gpus} GPUs to use")
+        else:
+            why.append(f"TP x PP x DP = {lay.tp} x {lay.pp} x {lay.dp} = "
+                       f"{lay.n_gpus}, not the {n_gpus} GPUs to use")
     if lay.n_gpus > system.n_gpus:
         why.append(f"needs {lay.n_gpus} GPUs; system {system.name!r} has "
                    f"{system.n_gpus}")
@@ -148,9 +194,11 @@ def structural_reasons(m, system, lay, n_gpus, global_batch, b, s, sp):
                    "needs num_query_groups % TP == 0 for training)")
     if m.ffn_hidden % lay.tp:
         why.append(f"MLP size {m.ffn_hidden} does not split over TP{lay.tp}")
-    if m.layers % (lay.pp * lay.virtual):
-        v = f" x {lay.virtual} virtual stages" if lay.virtual > 1 else ""
+    v = f" x {lay.virtual} virtual stages" if lay.virtual > 1 else ""
+    if split == "even" and m.layers % (lay.pp * lay.virtual):
         why.append(f"{m.layers} layers do not split over PP{lay.pp}{v}")
+    elif m.layers < lay.pp * lay.virtual:
+        why.append(f"{m.layers} layers are fewer than PP{lay.pp}{v} stages")
     if global_batch % (lay.dp * b):
         why.append(f"global_batch {global_batch} is not a multiple of DP{lay.dp} x "
                    f"micro_batch {b} = {lay.dp * b}")
@@ -164,9 +212,13 @@ def structural_reasons(m, system, lay, n_gpus, global_batch, b, s, sp):
     moe_sp = moe_sp_reason(m, lay.tp, sp)
     if moe_sp:
         why.append(moe_sp)
-    if sp and lay.tp > 1 and s % lay.tp:
+    if sp and lay.tp > 1 and (s // lay.cp) % lay.tp:
         why.append(f"sequence length {s} does not split over TP{lay.tp} "
                    "(sequence parallelism)")
+    if lay.cp > 1 and s % (2 * lay.cp):
+        why.append(f"sequence length {s} does not split into 2 x CP{lay.cp} = "
+                   f"{2 * lay.cp} chunks (context parallelism balances causal "
+                   "attention with two chunks per rank)")
     return why
 
 
@@ -245,7 +297,7 @@ def validate_layout(spec, system, layout, *, global_batch, micro_batch=1,
         mem = training_memory(m, lay.tp, lay.pp, lay.dp, micro_batch=b, seq_len=s,
                               zero=z, sequence_parallel=sp, recompute=recompute,
                               micro_batches=gbatch // (lay.dp * b),
-                              virtual=lay.virtual)
+                              virtual=lay.virtual, cp=lay.cp)
         r = memory_reason(mem, s_, res)
         if r:
             why.append(r)

@@ -319,7 +319,7 @@ def check_ep(m, ep, dp):
 def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero=0,
                     sequence_parallel=False, recompute="none", micro_batches=None,
                     virtual=1, param_dtype=None, grad_dtype=None, fp32_grad_copy=None,
-                    weight_bytes=None, grad_bytes=None, ep=1):
+                    weight_bytes=None, grad_bytes=None, ep=1, cp=1):
     r"""Memory per GPU for mixed-precision Adam training of a TP x PP x DP layout.
 
     Parameters
@@ -351,6 +351,13 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
         ``num_experts / e`` experts each. EP groups are carved out of DP (e divides
         ``dp`` and the number of experts); the expert parameters' optimizer states
         are sharded over the remaining ``dp / e`` expert-data-parallel ranks.
+    cp : int
+        Context-parallel degree: each GPU holds ``seq_len / cp`` tokens of a sequence,
+        so its activations are those of a ``seq_len / cp`` sequence (ours: the
+        attention-score term, which flash attention never stores, is counted for a
+        ``seq_len / cp`` square); ZeRO shards over the ``dp x cp`` ranks that hold
+        the same weights (Megatron's distributed optimizer uses its data-parallel
+        group with CP; torchtitan's FSDP mesh folds CP in).
 
     Returns
     -------
@@ -412,7 +419,10 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
     check_choice("recompute", recompute, RECOMPUTE)
     mb = p if micro_batches is None else check_positive("micro_batches", micro_batches)
     v = check_int("virtual", virtual, low=1, high=1_000_000)
-    per = model_state_bytes(d, z, param_dtype=param_dtype, grad_dtype=grad_dtype,
+    c = check_int("cp", cp, low=1, high=1_000_000)
+    if s % c:
+        raise ValueError(f"cp must divide seq_len ({s}); got {c}")
+    per = model_state_bytes(d * c, z, param_dtype=param_dtype, grad_dtype=grad_dtype,
                             fp32_grad_copy=fp32_grad_copy, weight_bytes=weight_bytes,
                             grad_bytes=grad_bytes)
     e = check_ep(m, ep, d)
@@ -420,14 +430,14 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
     parts = {k: psi * per[k] for k in STATE_PARTS}
     if e > 1:
         psi_e = stage_expert_param_count(m, t, p, e)
-        per_e = model_state_bytes(d // e, z, param_dtype=param_dtype,
+        per_e = model_state_bytes(d * c // e, z, param_dtype=param_dtype,
                                   grad_dtype=grad_dtype, fp32_grad_copy=fp32_grad_copy,
                                   weight_bytes=weight_bytes, grad_bytes=grad_bytes)
         dense = psi - stage_expert_param_count(m, t, p, 1)
         psi = dense + psi_e
         parts = {k: dense * per[k] + psi_e * per_e[k] for k in STATE_PARTS}
     opt = parts["master"] + parts["grad_copy"] + parts["adam"]
-    per_layer = activation_memory_per_layer(m, t, micro_batch=b, seq_len=s,
+    per_layer = activation_memory_per_layer(m, t, micro_batch=b, seq_len=s // c,
                                             sequence_parallel=sp,
                                             recompute=recompute)
     in_flight = min(p, mb)

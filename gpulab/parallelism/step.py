@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 
 from .._validate import as_number, check_choice, check_int, finite_answer
-from .comm import Communication, comm_parts
+from .comm import Communication, comm_parts, cp_exposed
 from .efficiency import (PRECISIONS, RECIPES, logits_efficiency, peak_flops,
-                         spec_shard_efficiency)
-from .layout import Layout, as_layout, memory_reason, structural_reasons, as_system
+                         spec_attention_time, spec_shard_efficiency)
+from .layout import (PIPELINE_SPLITS, Layout, as_layout, as_system, memory_reason,
+                     stage_layers, structural_reasons)
 from .memory import TrainingMemory, check_ep, training_memory
 from .overlap import TP_OVERLAP_METHODS, tp_overlap_effect, tp_overlap_sites
 from .model import RECOMPUTE, default_value, check_flag, flops_parts, check_positive, seq_len_of, as_model, check_zero, assumption, flops_per_step
@@ -97,6 +98,9 @@ class StepTime:
         Expert-parallel degree (1: none).
     ep_comm : float
         Expert-parallel all-to-alls, on the critical path (not overlapped). [s]
+    cp_comm : float
+        Context parallelism: what the key/value ring exchange leaves exposed after
+        hiding behind the attention kernels (:func:`cp_exposed`). [s]
     """
 
     layout: Layout
@@ -118,15 +122,19 @@ class StepTime:
     precision: str = "bf16"
     ep: int = 1
     ep_comm: float = 0.0
+    cp_comm: float = 0.0
 
     def components(self):
         """The parts of :attr:`total` as a dict: compute, tp_comm, pp_comm,
-        dp_comm and bubble, plus ep_comm with expert parallelism (ep > 1)."""
+        dp_comm and bubble, plus ep_comm with expert parallelism (ep > 1) and
+        cp_comm with context parallelism (cp > 1)."""
         out = {"compute": self.compute, "tp_comm": self.tp_comm,
                "pp_comm": self.pp_comm, "dp_comm": self.dp_comm,
                "bubble": self.bubble}
         if self.ep > 1:
             out["ep_comm"] = self.ep_comm
+        if self.layout.cp > 1:
+            out["cp_comm"] = self.cp_comm
         return out
 
 
@@ -135,38 +143,47 @@ def _hidden(t, overlap, budget):
 
 
 def compute_efficiency(m, gpu_spec, tp, seq_len, micro_batch, precision, mfu,
-                       recipe="compiled"):
+                       recipe="compiled", cp=1):
     """(layer efficiency, logits efficiency) of one TP shard; ``mfu`` overrides both."""
     if mfu is not None:
         return mfu, mfu
     layer = flops_parts(m, float(seq_len) * micro_batch, seq_len, "none")[0] / m.layers
     eff = spec_shard_efficiency(m, tp, seq_len, micro_batch, gpu_spec, precision, layer,
-                                recipe)
+                                recipe, cp)
     return eff, logits_efficiency(m.hidden, m.vocab / tp, gpu_spec, precision, recipe)
 
 
 def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucket, res,
-          nvls, gb, wb, precision="bf16", ep=1, recipe="compiled", tp_method="none"):
+          nvls, gb, wb, precision="bf16", ep=1, recipe="compiled", tp_method="none",
+          split="even"):
     mb = gbatch // (lay.dp * b)
     n = lay.n_gpus
     tokens = float(gbatch) * s
     peak = peak_flops(s_.gpu_spec, precision)
     eff, eff_logits = compute_efficiency(m, s_.gpu_spec, lay.tp, s, b, precision, mfu,
-                                         recipe)
+                                         recipe, lay.cp)
     f_layers, f_logits = flops_parts(m, tokens, s, recompute)
+    shards = lay.tp * lay.cp * lay.dp
+    busy, last = stage_layers(m.layers, lay.pp, split)
     # the slowest stage sets the pace: the last one also computes the logits
-    compute = (f_layers / lay.pp / eff + f_logits / eff_logits) \
-        / (lay.tp * lay.dp * peak)
+    compute = max(f_layers * busy / m.layers / eff,
+                  f_layers * last / m.layers / eff + f_logits / eff_logits) \
+        / (shards * peak)
     comm = comm_parts(m, s_, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb,
                       ep)
     exposed, slow = tp_overlap_effect(m, lay.tp, tp_method)
-    layer_compute = f_layers / lay.pp / eff / (lay.tp * lay.dp * peak)
+    layer_compute = f_layers * busy / m.layers / eff / (shards * peak)
     plain = flops_parts(m, tokens, s, "none")[0]           # linear GEMMs + attention
     linear_share = 1.0 - 3.0 * 4.0 * s * m.hidden * m.layers * tokens / plain
     tp = comm.tp * (1.0 - tpo) * exposed + slow * layer_compute * linear_share
     pp = comm.pp
     ep_t = comm.ep
-    bubble = bubble_fraction(lay.pp, mb, lay.virtual) * (compute + tp + ep_t)
+    cp_t = 0.0
+    if lay.cp > 1:
+        attn = spec_attention_time(m, lay.tp, s, b, s_.gpu_spec, lay.cp)
+        cp_t = mb * busy * cp_exposed(
+            comm.cp_kv_s, comm.cp_kv_dkv_s, attn, lay.cp, recompute)
+    bubble = bubble_fraction(lay.pp, mb, lay.virtual) * (compute + tp + ep_t + cp_t)
     # per micro-batch forward and backward time (recomputation is in the backward)
     fwd_share = {"none": 1 / 3, "selective": 1 / 3, "full": 1 / 4}.get(
         recompute, flops_parts(m, tokens, s, "none")[0] / 3.0 / f_layers)
@@ -182,11 +199,11 @@ def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucke
         else:
             rs_budget = bwd * (mb if z == 2 else 1)
             dp = rs - _hidden(rs, dpo, rs_budget) + ag - _hidden(ag, dpo, fwd)
-    total = compute + tp + pp + dp + bubble + ep_t
+    total = compute + tp + pp + dp + bubble + ep_t + cp_t
     mem = training_memory(m, lay.tp, lay.pp, lay.dp, micro_batch=b, seq_len=s,
                           zero=z, sequence_parallel=sp, recompute=recompute,
                           micro_batches=mb, virtual=lay.virtual, grad_bytes=gb,
-                          weight_bytes=wb, ep=ep)
+                          weight_bytes=wb, ep=ep, cp=lay.cp)
     fits = memory_reason(mem, s_, res) is None
     model_flops = flops_per_step(m, tokens, seq_len=s)
     notes = list(comm.notes)
@@ -202,9 +219,13 @@ def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucke
         notes.append("sequence parallelism has no effect at TP1")
     if not fits:
         notes.append(memory_reason(mem, s_, res))
+    if lay.cp > 1:
+        notes.append(f"CP{lay.cp}: keys and values pass round the ring as Transformer "
+                     f"Engine's p2p context parallelism does, {cp_t / total:.1%} of the "
+                     "step left exposed behind attention")
     return StepTime(lay, compute, tp, pp, dp, bubble, total, tokens / total,
                     model_flops / (total * n * peak), mb, mem, fits, comm,
-                    tuple(notes), eff, eff_logits, precision, ep, ep_t)
+                    tuple(notes), eff, eff_logits, precision, ep, ep_t, cp_t)
 
 
 def step_options(system, *, mfu, precision, dp_overlap, tp_overlap, bucket_bytes,
@@ -229,7 +250,7 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
               zero=0, sequence_parallel=False, recompute="none", mfu=None,
               dp_overlap=None, tp_overlap=None, bucket_bytes=None, reserve=None,
               nvls=True, precision="bf16", ep=1, recipe="compiled",
-              tp_overlap_method="none"):
+              tp_overlap_method="none", pipeline_split="even"):
     r"""Step time, throughput and memory of one layout.
 
     Parameters
@@ -237,7 +258,8 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     spec : ModelSpec or str
     system : systems.System or str
     layout : Layout or tuple
-        ``(tp, pp, dp[, virtual])``.
+        ``(tp, pp, dp[, virtual[, cp]])``; with context parallelism (``cp > 1``) each
+        sequence is split over ``cp`` GPUs (see :class:`Layout`).
     global_batch : int
         Sequences per optimizer step; micro-batches per step
         ``m = global_batch / (dp * micro_batch)``.
@@ -287,6 +309,11 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
         data-parallel ranks, Megatron Core's layout without MoE parallel folding. Adds the all-to-alls of
         :func:`step_communication` to the critical path and shards the experts in
         :func:`training_memory`.
+    pipeline_split : {"even", "uneven"}
+        ``"even"`` (default): the layers must divide ``pp x virtual``. ``"uneven"``:
+        they need not; the busiest stage runs ``ceil(L / pp)`` layers and the last
+        ``floor(L / pp)`` plus the logits (:func:`stage_layers`: torchtitan's generated
+        split, Megatron's ``account_for_embedding/loss_in_pipeline_split``).
 
     Returns
     -------
@@ -338,6 +365,12 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     last stage also computes the logits     Megatron's default layer split
     (it sets the pace of the pipeline)      (no --account-for-loss-in-pipeline-
                                             split)
+    context parallelism: a rank computes    balanced causal split (two chunks per
+    1/cp of the layer at the efficiency     rank: Megatron's get_batch_on_this_
+    of its s/cp-token shard; KV ring        cp_rank); TE's p2p ring
+    exchange hidden behind attention        (:func:`cp_exposed`); the attention
+    except where a step's send is longer    kernels' efficiency over chunks taken
+                                            as over the whole (ours)
     ======================================  =====================================
 
     Examples
@@ -378,10 +411,11 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     eta, dpo, tpo, bucket, res, nv = step_options(
         s_, mfu=mfu, precision=precision, dp_overlap=dp_overlap, tp_overlap=tp_overlap,
         bucket_bytes=bucket_bytes, reserve=reserve, nvls=nvls)
-    why = structural_reasons(m, s_, lay, lay.n_gpus, gbatch, b, s, sp)
+    check_choice("pipeline_split", pipeline_split, PIPELINE_SPLITS)
+    why = structural_reasons(m, s_, lay, lay.n_gpus, gbatch, b, s, sp, pipeline_split)
     if why:
         raise ValueError(f"layout {lay} cannot run: {'; '.join(why)}")
     e = check_ep(m, ep, lay.dp)
     return step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, eta, dpo, tpo, bucket,
                  res, nv, assumption("grad_bytes"), assumption("weight_bytes"), precision,
-                 e, recipe, tp_overlap_method)
+                 e, recipe, tp_overlap_method, pipeline_split)

@@ -17,7 +17,7 @@ def _opt(values):
 
 _SPEC_BAD = [None, 3, True, "", "no-such-model", "13B", ["13b"]]
 _SYSTEM_BAD = [None, 3, True, "", "no-such-system", "HGX-H200", ["hgx-h200"], "/"]
-_LAYOUT_BAD = [None, "8x1x1", 8, (0, 1, 1), (1, 1), (1, 1, 1, 1, 1), (1.5, 1, 1),
+_LAYOUT_BAD = [None, "8x1x1", 8, (0, 1, 1), (1, 1), (1, 1, 1, 1, 1, 1), (1.5, 1, 1),
                (True, 1, 1), ("8", 1, 1), (1, -1, 1), (16, 1, 1)]
 _LAYOUT_BAD_SHAPE = _LAYOUT_BAD[:-1]          # validate_layout: (16,1,1) is a reason
 _FLAG = [None, 1, 0, "yes", [True]]
@@ -61,7 +61,18 @@ CASES = [
           "param_dtype": _opt(CHOICE("BF16", "fp8")),
           "grad_dtype": _opt(CHOICE("FP32")), "fp32_grad_copy": _opt(_FLAG),
           "weight_bytes": _OPT_POS + SCALAR_ONLY + [17],
-          "grad_bytes": _OPT_POS + [1e308], "ep": INT(1, 1_000_000) + [2]}),
+          "grad_bytes": _OPT_POS + [1e308], "ep": INT(1, 1_000_000) + [2],
+          "cp": INT(1, 1_000_000) + [3]}),
+    Case(par.stage_layers, {"layers": 126, "pp": 8, "split": "uneven"},
+         {"layers": INT(1, 10**6), "pp": INT(1, 126) + [127],
+          "split": CHOICE("Even", "ragged")}),
+    Case(par.stage_layers, {"layers": 80, "pp": 8, "split": "even"}, {"pp": [3, 7]},
+         exempt={"layers": "covered by the row above", "split": "same"}),
+    Case(par.cp_exposed, {"kv_s": 1e-3, "kv_dkv_s": 2e-3, "attention_s": 0.01, "cp": 4,
+                          "recompute": "full"},
+         {"kv_s": NONNEG + SCALAR_ONLY, "kv_dkv_s": NONNEG + SCALAR_ONLY,
+          "attention_s": NONNEG + SCALAR_ONLY, "cp": INT(1, 1_000_000),
+          "recompute": CHOICE("Full")}),
     Case(par.inference_memory,
          {"spec": "llama3-70b", "tp": 8, "pp": 1, "batch": 4, "seq_len": 8192,
           "weight_bytes": 2, "kv_dtype_bytes": 1},
@@ -95,19 +106,21 @@ CASES = [
           "weight_bytes": _OPT_POS, "nvls": _FLAG, "ep": INT(1, 1_000_000) + [2]}),
     Case(par.step_time, _STEP,
          {"spec": _SPEC_BAD, "system": _SYSTEM_BAD,
-          "layout": _LAYOUT_BAD + [(3, 1, 1), (1, 3, 1)],
+          "layout": _LAYOUT_BAD + [(3, 1, 1), (1, 3, 1), (1, 1, 1, 1, 3), (1, 1, 1, 1, 16)],
           "global_batch": INT(1) + [63], "micro_batch": INT(1), "seq_len": _SEQ,
           "zero": _ZERO, "sequence_parallel": _FLAG, "recompute": CHOICE(),
           "mfu": _FRAC_OPEN, "dp_overlap": _FRAC_CLOSED,
           "tp_overlap": _FRAC_CLOSED, "bucket_bytes": _BUCKET,
           "reserve": _RESERVE, "nvls": _FLAG, "precision": _PRECISION,
           "ep": INT(1, 1_000_000) + [2], "recipe": CHOICE("Compiled", "torchao"),
-          "tp_overlap_method": CHOICE("Userbuffers", {"qkv_fprop": "ring_exchange"})}),
+          "tp_overlap_method": CHOICE("Userbuffers", {"qkv_fprop": "ring_exchange"}),
+          "pipeline_split": CHOICE("Even", "ragged")}),
     Case(par.step_time, dict(_STEP, sequence_parallel=True, tp_overlap=None,
                              tp_overlap_method="userbuffers"),
          {"tp_overlap": [0.5, 1.0], "tp_overlap_method": [
              {"qkv": "bulk"}, {"qkv_fprop": "bulk"}, {"qkv_fprop": "pipe"}]},
-         exempt={k: "covered by the row above" for k in (*_STEP, "ep", "recipe")
+         exempt={k: "covered by the row above" for k in (*_STEP, "ep", "recipe",
+                                                         "pipeline_split")
                  if k not in ("tp_overlap",)}),
     Case(par.per_op_recomputed_matrices, {"spec": "llama3-8b"}, {"spec": _SPEC_BAD}),
     Case(par.tp_overlap_sites, {"spec": "llama3-70b", "tp": 4, "method": "userbuffers"},

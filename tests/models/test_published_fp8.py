@@ -153,8 +153,12 @@ def test_model_throughput_is_tokens_over_step_time(checks):
 
 def test_compiled_is_at_least_as_fast_as_eager(checks):
     pairs = list(zip(checks["eager"], checks["compiled"]))
-    fp8 = [(b, a) for b, a in pairs if a["precision"] == "fp8" and a["reason"] is None]
-    assert fp8
+    # within the fitted range of sequence lengths; beyond it (the 32K-256K context-
+    # parallel rows) attention dominates, both recipes run the same flash kernel and
+    # the two eager fits' attention efficiencies differ by 6%
+    fp8 = [(b, a) for b, a in pairs if a["precision"] == "fp8" and a["reason"] is None
+           and a["seq_len"] <= 16384]
+    assert len(fp8) >= 30
     for before, after in fp8:
         assert after["model_tokens_per_s_per_gpu"] >= \
             before["model_tokens_per_s_per_gpu"] * (1 - 1e-12), after
@@ -173,17 +177,42 @@ def test_compiled_is_at_least_as_fast_as_eager(checks):
     assert eager_runs == 2
 
 
-def test_reasons_name_what_is_not_modelled(checks):
+def test_context_parallel_and_derived_batches(checks):
     rows = pub.published_fp8_rows()
+    cp_rows = derived = 0
     for row, r in zip(rows, checks["compiled"]):
-        if (row["cp"] or 1) > 1:
-            assert "context parallelism" in r["reason"]
-        elif row["global_batch"] is None:
-            assert "global batch" in r["reason"]
+        cp = row["cp"] or 1
+        if cp > 1:
+            cp_rows += 1
+            assert r["reason"] is None and f"CP{cp}" in r["layout"], r
+            assert any(n.startswith(f"CP{cp}:") for n in r["notes"]), r["notes"]
+        if row["global_batch"] is None:
+            if row["local_batch"] is None:
+                assert "global batch" in r["reason"]
+            else:
+                derived += 1
+                gpus, group = row["gpus"], (row["tp"] or 1) * (row["pp"] or 1) * cp
+                assert r["global_batch"] == row["local_batch"] * gpus // group
+                assert any("local batch x DP" in n for n in r["notes"])
         if row["fsdp"]:
             assert r["zero"] == 3
         else:
             assert r["zero"] == 1
+    assert cp_rows == 12 and derived == 8
+    # every row of the table is predicted now
+    assert all(r["reason"] is None for r in checks["compiled"])
+
+
+def test_uneven_pipeline_rows_pace_on_the_busiest_stage(checks):
+    rows = [r for r in checks["compiled"] if r["model"] == "llama3-405b"]
+    assert len(rows) == 10
+    for r in rows:
+        assert any("126 layers over PP8: uneven stages, the busiest with 16" in n
+                   for n in r["notes"]), r["notes"]
+    # the torchtitan 1F1B rows: one micro-batch per stage from the local batch of 32
+    titan = [r for r in rows if r["source_id"].startswith("torchtitan")
+             and r["seq_len"] == 8192]
+    assert [r["micro_batch"] for r in titan] == [4, 4]
 
 
 def test_rows_without_a_preset_get_reasons(monkeypatch):
@@ -194,7 +223,9 @@ def test_rows_without_a_preset_get_reasons(monkeypatch):
                 _row(model="no-such-model"),
                 _row(tp="3", gpus="8"),
                 _row(fsdp="true", seq_len="", global_batch="16", micro_batch="2"),
-                _row(tp="2", pp="2", vp="3", gpus="8"))
+                _row(tp="2", pp="2", vp="3", gpus="8", global_batch="6"),
+                _row(cp="2", gpus="8"),
+                _row(cp="2", gpus="8", seq_len="8190"))
     out = pub.published_fp8_check()
     assert "no system preset" in out[0]["reason"]
     assert "8-GPU" in out[1]["reason"] and "8-GPU" in out[2]["reason"]
@@ -205,6 +236,8 @@ def test_rows_without_a_preset_get_reasons(monkeypatch):
     assert ok["seq_len"] == par.model("llama3-8b").seq_len
     assert any("sequence length not published" in n for n in ok["notes"])
     assert "cannot run" in out[6]["reason"]       # step_time's own ValueError
+    assert out[7]["reason"] is None and out[7]["layout"] == "TP1 PP1 CP2 DP4"
+    assert "2 x CP2" in out[8]["reason"]         # 8190 tokens: no 4 balanced chunks
 
 
 def test_check_returns_copies(checks):
@@ -267,12 +300,16 @@ def test_te_rows_run_the_tp_overlap_of_their_configuration(checks):
         ("nemo-24.07-h100", "gpt3-175b", 512): {"proj_fprop": "pipeline",
                                                  "fc2_fprop": "ring_exchange"},
         ("nemo-24.07-h100", "llama2-70b", 64): "userbuffers",
+        ("nemo-24.07-h100", "llama3-70b", 64): "none",
         ("mbridge-25.11", "llama3-70b", 64): "userbuffers-p2p",
-        ("mbridge-26.04.01", "llama3-70b", 64): "userbuffers-p2p"}
-    # every Transformer Engine FP8 row the model predicts is within +-25%
+        ("mbridge-25.11", "llama3-405b", 1024): "userbuffers-p2p",
+        ("mbridge-25.11", "llama3-405b", 128): "userbuffers-p2p",
+        ("mbridge-26.04.01", "llama3-70b", 64): "userbuffers-p2p",
+        ("mbridge-26.04.01", "llama3-405b", 1024): "userbuffers-p2p"}
+    # every Transformer Engine FP8 row is predicted, within +-25%
     te = [r["error"] for r in checks["compiled"] if r["error"] is not None
           and r["source_id"].startswith(("nemo", "mbridge"))]
-    assert len(te) == 12 and max(abs(e) for e in te) <= 0.25, te
+    assert len(te) == 18 and max(abs(e) for e in te) <= 0.25, te
 
 
 def test_torchtitan_selective_rows_use_per_op_recompute(checks):
