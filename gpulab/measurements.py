@@ -38,7 +38,7 @@ __all__ = ["CopyRun", "copy_bandwidth", "CopyLatencyRun", "copy_latency_run",
            "CHECK_RUNS",
            "collective_run", "pool_runs", "parse_nccl_choices", "OVERLAP_RUN",
            "gemm_power_trace", "KERNELS_RUN", "kernel_profile", "FULL_STEP_RUN",
-           "full_step_runs", "FULL_STEP_FILES"]
+           "full_step_runs", "FULL_STEP_FILES", "ATTENTION_RUN", "attention_kernels"]
 
 #: Our 1x H200 run of GEMMs beside copies and of back-to-back GEMMs under nvidia-smi.
 OVERLAP_RUN = "h200-x1-2026-12-02-overlap"
@@ -46,6 +46,8 @@ OVERLAP_RUN = "h200-x1-2026-12-02-overlap"
 KERNELS_RUN = "h200-x1-2026-12-02-kernels"
 #: Our forward + backward steps of a whole Llama 3 8B on 1x H200.
 FULL_STEP_RUN = "h200-x1-2026-12-02-fullstep"
+#: Our attention kernels alone (flash and cuDNN, 2K-256K tokens) on 1x H200.
+ATTENTION_RUN = "h200-x1-2026-12-03-attention"
 
 
 @dataclass(frozen=True)
@@ -745,6 +747,50 @@ def kernel_profile(filename="kernels_gpt.csv", run=KERNELS_RUN):
 
 
 #: The files of :data:`FULL_STEP_RUN`, in the order they were recorded.
+def attention_kernels(run=ATTENTION_RUN):
+    """Forward and forward + backward time of attention kernels alone on our H200.
+
+    ``measure/attention_long.py``: PyTorch SDPA in BF16, head dimension 128, one sequence,
+    backend forced (``"flash"`` or ``"cudnn"``), a causal sequence (``"causal"``) or a
+    non-causal block (``"block"``, one step of a context-parallel ring).
+
+    Parameters
+    ----------
+    run : str
+        The raw-run folder.
+
+    Returns
+    -------
+    dict
+        ``{(backend, shape, kind, q_len): d}``, ``shape`` ``"llama3-8b-tp1"`` (32 query
+        heads, 8 KV heads) or ``"llama3-405b-tp8"`` (16 and 1), with ``d``: ``fwd_s``,
+        ``fwd_bwd_s`` [s], ``heads``, ``kv_heads``, ``k_len`` and ``fwd_bwd_tflops``
+        (FLOPs as executed, the backward 2.5x the forward).
+
+    Examples
+    --------
+    >>> k = attention_kernels()
+    >>> flash = k[("flash", "llama3-8b-tp1", "causal", 131072)]
+    >>> cudnn = k[("cudnn", "llama3-8b-tp1", "causal", 131072)]
+    >>> 300 < flash["fwd_bwd_tflops"] < 350, 0.5 < cudnn["fwd_bwd_s"] / flash["fwd_bwd_s"] < 0.7
+    (True, True)
+    """
+    text = raw_capture(run, "attention_long.csv")
+    reader = csv.DictReader(io.StringIO(text))
+    need = {"backend", "shape", "heads", "kv_heads", "kind", "q_len", "k_len", "fwd_ms",
+            "fwd_bwd_ms", "fwd_bwd_tflops"}
+    if not need <= set(reader.fieldnames or ()):
+        raise ValueError(f"run: {run!r} holds no attention kernel table (columns "
+                         f"{sorted(need)})")
+    out = {}
+    for r in reader:
+        out[(r["backend"], r["shape"], r["kind"], int(r["q_len"]))] = {
+            "fwd_s": float(r["fwd_ms"]) / 1e3, "fwd_bwd_s": float(r["fwd_bwd_ms"]) / 1e3,
+            "heads": int(r["heads"]), "kv_heads": int(r["kv_heads"]),
+            "k_len": int(r["k_len"]), "fwd_bwd_tflops": float(r["fwd_bwd_tflops"])}
+    return out
+
+
 FULL_STEP_FILES = ("full_step.csv", "full_step_eager.csv", "full_step_b1.csv",
                    "full_step_70b8.csv")
 

@@ -140,7 +140,10 @@ def expected_hits(groups, per_group, picks):
     g = check_int("groups", groups, low=1, high=1_000_000)
     p = check_int("per_group", per_group, low=1, high=1_000_000)
     total = g * p
-    k = check_int("picks", picks, low=1, high=min(total, MAX_TOPK))
+    k = check_int("picks", picks, low=1, high=MAX_TOPK)
+    if k > total:
+        raise ValueError(f"picks must be at most groups x per_group ({total}) items; got "
+                         f"picks={k}, groups={g}, per_group={p}")
     miss = math.prod((total - p - i) / (total - i) for i in range(k))   # C(t-p,k)/C(t,k)
     return g * (1.0 - max(miss, 0.0))
 

@@ -110,8 +110,12 @@ from .comm import (  # noqa: F401
     step_communication,
 )
 from .efficiency import (  # noqa: F401
+    ATTENTION_BACKENDS,
     PRECISIONS,
     RECIPES,
+    attention_backend_check,
+    attention_backend_ratio,
+    attention_time_check,
     layer_efficiency,
     stage_compute_time,
 )
@@ -180,6 +184,10 @@ __all__ = [
     "tp_overlap_effect",
     "WHOLE_MODEL_SYSTEM",
     "whole_model_check",
+    "ATTENTION_BACKENDS",
+    "attention_backend_check",
+    "attention_backend_ratio",
+    "attention_time_check",
     "Layout",
     "PIPELINE_SPLITS",
     "cluster",

@@ -62,8 +62,11 @@ from __future__ import annotations
 
 import functools
 
-from .. import specs
+import math
+
+from .. import measurements, specs
 from .._validate import check_choice, check_int
+from .model import model as model_preset
 
 #: Precisions of the layer-shard model.
 PRECISIONS = ("bf16", "fp8")
@@ -73,6 +76,143 @@ PRECISIONS = ("bf16", "fp8")
 #: per row of each operand; BF16 is the same as ``"compiled"``), ``"eager"`` the naive
 #: variant (eager PyTorch; for FP8, per-call unfused ``torch._scaled_mm`` casts).
 RECIPES = ("compiled", "compiled-rowwise", "eager")
+
+
+#: Attention kernels: ``"flash"`` (PyTorch SDPA's flash backend, what our shard runs and
+#: torchtitan's Llama use) or ``"cudnn"`` (cuDNN's fused attention, which Transformer Engine
+#: prefers on Hopper and later: ``get_attention_backend`` in
+#: ``transformer_engine/pytorch/attention/dot_product_attention/utils.py`` lines 1118-1124 at
+#: v2.9).
+ATTENTION_BACKENDS = ("flash", "cudnn")
+#: The head shape of ``measurements.attention_kernels`` whose runs set the cuDNN/flash time
+#: ratio; the other shape (Llama 3.1 405B at TP8) is held out.
+ATTENTION_FIT_SHAPE = "llama3-8b-tp1"
+
+
+@functools.lru_cache(maxsize=None)
+def _ratio_points(shape):
+    k = measurements.attention_kernels()
+    pts = sorted((s, k[("cudnn", sh, kind, s)]["fwd_bwd_s"] / v["fwd_bwd_s"])
+                 for (b, sh, kind, s), v in k.items()
+                 if b == "flash" and sh == shape and kind == "causal")
+    return tuple(pts)
+
+
+def _interp_ratio(pts, seq_len):
+    x = math.log2(seq_len)
+    xs = [math.log2(s) for s, _ in pts]
+    if x <= xs[0]:
+        return pts[0][1]
+    if x >= xs[-1]:
+        return pts[-1][1]
+    for (x0, (_, r0)), (x1, (_, r1)) in zip(zip(xs, pts), zip(xs[1:], pts[1:])):
+        if x0 <= x <= x1:
+            return r0 + (r1 - r0) * (x - x0) / (x1 - x0)
+    raise AssertionError("unreachable")
+
+
+def attention_backend_ratio(seq_len, backend="cudnn"):
+    """Time of ``backend``'s attention kernels over the flash backend's (forward +
+    backward, causal, one sequence of ``seq_len`` tokens).
+
+    Measured on our H200 (``measurements.attention_kernels``, the Llama 3 8B TP1 head
+    shape), interpolated in log2 of the length between the measured 2K-256K points and
+    held at the end values outside them. ``"flash"`` is 1. The shard model's attention
+    term was fitted on flash-backend runs, so a cuDNN shard gets that term times this
+    ratio. Held-out check on the other head shape: :func:`attention_backend_check`.
+
+    Parameters
+    ----------
+    seq_len : int
+        Query tokens per sequence on the GPU (>= 1; with context parallelism its share).
+    backend : {"flash", "cudnn"}
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> attention_backend_ratio(8192, "flash")
+    1.0
+    >>> [round(attention_backend_ratio(s), 2) for s in (2048, 8192, 131072)]
+    [0.6, 0.57, 0.6]
+    """
+    s = check_int("seq_len", seq_len, low=1, high=10**8)
+    check_choice("backend", backend, ATTENTION_BACKENDS)
+    if backend == "flash":
+        return 1.0
+    return _interp_ratio(_ratio_points(ATTENTION_FIT_SHAPE), s)
+
+
+def attention_backend_check():
+    """The cuDNN/flash ratio of :func:`attention_backend_ratio` against the held-out head
+    shape (Llama 3.1 405B at TP8: 16 query heads, 1 KV head), per measured length.
+
+    Returns
+    -------
+    list of dict
+        ``seq_len``, ``measured`` and ``model`` (time ratios) and ``error``
+        (model / measured - 1), by length.
+
+    Examples
+    --------
+    >>> rows = attention_backend_check()
+    >>> [r["seq_len"] for r in rows][:3], max(abs(r["error"]) for r in rows[2:]) < 0.05
+    ([2048, 4096, 8192], True)
+    """
+    out = []
+    for s, measured in _ratio_points("llama3-405b-tp8"):
+        model = attention_backend_ratio(s)
+        out.append({"seq_len": s, "measured": measured, "model": model,
+                    "error": model / measured - 1.0})
+    return out
+
+
+#: The head shapes of ``measurements.attention_kernels``: (model preset, TP degree).
+ATTENTION_SHAPES = {"llama3-8b-tp1": ("llama3-8b", 1), "llama3-405b-tp8": ("llama3-405b", 8)}
+
+
+def attention_time_check(backend="flash"):
+    """The shard model's attention term against the attention kernels timed alone.
+
+    For every causal sequence of ``measurements.attention_kernels`` (2K-256K tokens, both
+    head shapes, one sequence), the attention term of the layer model
+    (:func:`recipe_shard_time`: Narayanan's FLOPs at the fitted efficiency, times
+    :func:`attention_backend_ratio` for ``"cudnn"``) on the H200 beside the measured
+    forward + backward time. Not a fit: the term was fitted on whole layer shards of
+    2048-16384 tokens.
+
+    Parameters
+    ----------
+    backend : {"flash", "cudnn"}
+
+    Returns
+    -------
+    list of dict
+        ``shape``, ``seq_len``, ``measured_s``, ``model_s`` and ``error``
+        (model / measured - 1), by shape and length.
+
+    Examples
+    --------
+    >>> rows = attention_time_check()
+    >>> long = [r["error"] for r in rows if r["seq_len"] >= 32768]
+    >>> 0.15 < min(long) <= max(long) < 0.3     # the model is slower than the kernels
+    True
+    """
+    check_choice("backend", backend, ATTENTION_BACKENDS)
+    k = measurements.attention_kernels()
+    g = specs.gpu("H200")
+    out = []
+    for shape, (name, tp) in ATTENTION_SHAPES.items():
+        m = model_preset(name)
+        for (b, sh, kind, s), v in sorted(k.items(), key=lambda kv: kv[0][3]):
+            if b != backend or sh != shape or kind != "causal":
+                continue
+            model_s = spec_attention_time(m, tp, s, 1, g, attention=backend)
+            out.append({"shape": shape, "seq_len": s, "measured_s": v["fwd_bwd_s"],
+                        "model_s": model_s, "error": model_s / v["fwd_bwd_s"] - 1.0})
+    return out
 
 
 def shard_terms(hidden, tp, seq_len, micro_batch, *, qkv_out=None, ffn_hidden=None,
@@ -95,7 +235,7 @@ def shard_terms(hidden, tp, seq_len, micro_batch, *, qkv_out=None, ffn_hidden=No
     thin = sum(6.0 * tokens * k * n / min(k, n) for k, n in dims)
     return {"gemm_flops": gemm, "gemm_thin": thin,
             "cast_elements": tokens * sum(k + n for k, n in dims),
-            "attention_flops": 12.0 * tokens * keys * h / t,
+            "attention_flops": 12.0 * tokens * keys * h / t, "q_len": float(seq_len),
             "full_width_elements": tokens * h, "shard_width_elements": tokens * h / t,
             "weight_elements": sum(k * n for k, n in dims)}
 
@@ -126,16 +266,17 @@ def peak_flops(gpu_spec, precision):
     return gpu_spec.fp16_dense_flops
 
 
-def shard_time(terms, gpu_spec, precision, coef=None):
+def shard_time(terms, gpu_spec, precision, coef=None, attention_scale=1.0):
     """Modelled time of one shard (forward + backward) from :func:`shard_terms`. [s]
 
     ``coef``: constants as :func:`coefficients` returns them (default: the fitted ones;
-    the fitting script passes trial values)."""
+    the fitting script passes trial values). ``attention_scale`` multiplies the attention
+    term (:func:`attention_backend_ratio` for another attention backend)."""
     c = coefficients(precision) if coef is None else coef
     peak = peak_flops(gpu_spec, precision)
     compute = (terms["gemm_flops"] + c["gemm_half_dim"] * terms["gemm_thin"]) \
         / (c["gemm_efficiency"] * peak) \
-        + terms["attention_flops"] / (c["attention_efficiency"] * peak)
+        + attention_scale * terms["attention_flops"] / (c["attention_efficiency"] * peak)
     memory = (c["full_width_s_per_element"] * terms["full_width_elements"]
               + c["shard_width_s_per_element"] * terms["shard_width_elements"]
               + c["weight_s_per_element"] * terms["weight_elements"]) \
@@ -173,7 +314,8 @@ def recipe_coefficients(recipe="compiled"):
     return c
 
 
-def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None, host="ahead"):
+def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None, host="ahead",
+                      attention="flash"):
     r"""Modelled time of one shard under an execution recipe. [s]
 
     * ``"eager"``: :func:`shard_time` (BF16, or FP8 through unfused ``_scaled_mm``):
@@ -220,17 +362,22 @@ def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None, host="ahead
     tensorwise on the same shapes; BF16 is unchanged.
 
     ``coef``: the compiled constants (default: the fitted ones of ``recipe``).
+    ``attention``: the attention kernels (:data:`ATTENTION_BACKENDS`); ``"cudnn"`` scales
+    the attention term by :func:`attention_backend_ratio` at the shard's query length.
     """
     check_choice("recipe", recipe, RECIPES)
     check_choice("host", host, HOSTS)
+    check_choice("attention", attention, ATTENTION_BACKENDS)
+    a_scale = attention_backend_ratio(max(1, int(terms.get("q_len", 1))), attention) \
+        if attention != "flash" else 1.0
     if recipe == "eager":
-        return shard_time(terms, gpu_spec, precision)
+        return shard_time(terms, gpu_spec, precision, attention_scale=a_scale)
     k = recipe_coefficients(recipe) if coef is None else coef
     cb, cp = coefficients("bf16"), coefficients(precision)
     scale = k["fp8_gemm_scale"] if precision == "fp8" else k["bf16_gemm_scale"]
     gemm = (terms["gemm_flops"] + cp["gemm_half_dim"] * terms["gemm_thin"]) \
         / (cp["gemm_efficiency"] * scale * peak_flops(gpu_spec, precision))
-    attn = terms["attention_flops"] \
+    attn = a_scale * terms["attention_flops"] \
         / (cb["attention_efficiency"] * peak_flops(gpu_spec, "bf16"))
     bw = cb["hbm_bandwidth"] / gpu_spec.memory_bandwidth
     memory = k["memory_scale"] * bw * (
@@ -348,7 +495,10 @@ def layer_efficiency(hidden, heads, tp, seq_len, micro_batch, *, gpu="H200",
     True
     """
     h = check_int("hidden", hidden, low=1, high=10**7)
-    a = check_int("heads", heads, low=1, high=h)
+    a = check_int("heads", heads, low=1, high=10**7)
+    if a > h:
+        raise ValueError(f"heads must be at most hidden: each head has hidden / heads "
+                         f"dimensions; got heads={a}, hidden={h}")
     if h % a:
         raise ValueError(f"heads must divide hidden ({h}); got {a}")
     t = check_int("tp", tp, low=1, high=a)
@@ -430,7 +580,7 @@ def _spec_terms(m, tp, seq_len, micro_batch, cp):
 
 
 def spec_shard_efficiency(m, tp, seq_len, micro_batch, gpu_spec, precision, layer_flops,
-                          recipe="compiled", cp=1):
+                          recipe="compiled", cp=1, attention="flash"):
     """Efficiency of one shard of preset ``m``'s layer: its own shapes (GQA, SwiGLU),
     ``layer_flops`` (per layer, no recompute, whole layer) over shard time x peak.
 
@@ -438,17 +588,17 @@ def spec_shard_efficiency(m, tp, seq_len, micro_batch, gpu_spec, precision, laye
     sequence and attends over all ``seq_len`` keys (balanced causal split: 1/cp of the
     attention work), so it does ``layer_flops / (tp cp)``."""
     terms = _spec_terms(m, tp, seq_len, micro_batch, cp)
-    time = recipe_shard_time(terms, gpu_spec, precision, recipe)
+    time = recipe_shard_time(terms, gpu_spec, precision, recipe, attention=attention)
     return layer_flops / (tp * cp) / (time * peak_flops(gpu_spec, precision))
 
 
-def spec_attention_time(m, tp, seq_len, micro_batch, gpu_spec, cp=1):
-    """Time of the attention kernels (forward + backward, BF16 flash attention) of one
-    shard of preset ``m``'s layer, the attention term of :func:`recipe_shard_time`;
-    with ``cp`` the rank's share of the causal work (1/cp). [s]"""
+def spec_attention_time(m, tp, seq_len, micro_batch, gpu_spec, cp=1, attention="flash"):
+    """Time of the attention kernels (forward + backward, BF16) of one shard of preset
+    ``m``'s layer, the attention term of :func:`recipe_shard_time`; with ``cp`` the
+    rank's share of the causal work (1/cp). [s]"""
     terms = _spec_terms(m, tp, seq_len, micro_batch, cp)
-    return terms["attention_flops"] / (coefficients("bf16")["attention_efficiency"]
-                                       * peak_flops(gpu_spec, "bf16"))
+    return attention_backend_ratio(seq_len // cp, attention) * terms["attention_flops"] \
+        / (coefficients("bf16")["attention_efficiency"] * peak_flops(gpu_spec, "bf16"))
 
 
 def logits_efficiency(k, n, gpu_spec, precision, recipe="compiled"):

@@ -33,6 +33,9 @@ How a row becomes a call (the choices are ours, stated in each result):
   float8, or ``"eager"``, unfused casts) from the caller, for both precisions (compiled
   BF16 runs its kernels back to back and fuses its elementwise work); under
   ``"compiled"`` a row whose source ran without torch.compile keeps ``"eager"``;
+* attention kernels: cuDNN's fused attention on the Transformer Engine rows (NeMo,
+  Megatron-Bridge; TE prefers it on Hopper and later), PyTorch's flash backend on the
+  torchtitan rows (:func:`step_time`'s ``attention_backend``);
 * Transformer Engine's TP communication overlap as the configuration NVIDIA published
   for the run sets it (the table's ``tp_comm_overlap`` column, its source in ``notes``):
   :func:`step_time`'s ``tp_overlap_method``. PyTorch's async TP (torchtitan rows) and
@@ -73,6 +76,8 @@ _GPU_SYSTEMS = {"H100": "dgx-h100", "H200": "hgx-h200", "B200": "hgx-b200"}
 _PRESET_MACHINES = {("H100 SXM5 80GB", "DGX H100"), ("B200", "DGX B200")}
 _GPUS_PER_NODE = 8
 _WITHIN = 0.25
+#: Sources that ran Transformer Engine (its attention: cuDNN's fused kernels).
+_TE_SOURCES = ("nemo", "mbridge")
 #: Sources whose framework had no gradient accumulation: global batch = local x DP.
 _NO_ACCUMULATION = ("torchtitan-2024-12",)
 _COLUMNS = (_REQUIRED + _INT_COLUMNS + _FLOAT_COLUMNS + _BOOL_COLUMNS
@@ -302,6 +307,10 @@ def _check_row(r, recipe):
                   tp_overlap_method=overlap if tp > 1 else "none")
         lay = Layout(tp, pp, dp, vp, cp)
         kw["pipeline_split"] = split
+        if r["source_id"].startswith(_TE_SOURCES):
+            kw["attention_backend"] = "cudnn"
+            notes.append("attention as cuDNN's fused kernels, which Transformer Engine "
+                         "prefers on Hopper and later")
         st = step_time(r["model"], system, lay, recompute=recompute, **kw)
         fits = st.fits if recompute != "none" else step_time(
             r["model"], system, lay, recompute="selective", **kw).fits

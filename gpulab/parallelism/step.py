@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from .._validate import as_number, check_choice, check_int, finite_answer
 from .comm import Communication, comm_parts, cp_exposed
-from .efficiency import (PRECISIONS, RECIPES, logits_efficiency, peak_flops,
-                         spec_attention_time, spec_shard_efficiency)
+from .efficiency import (ATTENTION_BACKENDS, PRECISIONS, RECIPES, logits_efficiency,
+                         peak_flops, spec_attention_time, spec_shard_efficiency)
 from .layout import (PIPELINE_SPLITS, Layout, as_layout, as_system, memory_reason,
                      stage_layers, structural_reasons)
 from .memory import TrainingMemory, check_ep, training_memory
@@ -143,25 +143,25 @@ def _hidden(t, overlap, budget):
 
 
 def compute_efficiency(m, gpu_spec, tp, seq_len, micro_batch, precision, mfu,
-                       recipe="compiled", cp=1):
+                       recipe="compiled", cp=1, attention="flash"):
     """(layer efficiency, logits efficiency) of one TP shard; ``mfu`` overrides both."""
     if mfu is not None:
         return mfu, mfu
     layer = flops_parts(m, float(seq_len) * micro_batch, seq_len, "none")[0] / m.layers
     eff = spec_shard_efficiency(m, tp, seq_len, micro_batch, gpu_spec, precision, layer,
-                                recipe, cp)
+                                recipe, cp, attention)
     return eff, logits_efficiency(m.hidden, m.vocab / tp, gpu_spec, precision, recipe)
 
 
 def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucket, res,
           nvls, gb, wb, precision="bf16", ep=1, recipe="compiled", tp_method="none",
-          split="even"):
+          split="even", attention="flash"):
     mb = gbatch // (lay.dp * b)
     n = lay.n_gpus
     tokens = float(gbatch) * s
     peak = peak_flops(s_.gpu_spec, precision)
     eff, eff_logits = compute_efficiency(m, s_.gpu_spec, lay.tp, s, b, precision, mfu,
-                                         recipe, lay.cp)
+                                         recipe, lay.cp, attention)
     f_layers, f_logits = flops_parts(m, tokens, s, recompute)
     shards = lay.tp * lay.cp * lay.dp
     busy, last = stage_layers(m.layers, lay.pp, split)
@@ -180,7 +180,7 @@ def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucke
     ep_t = comm.ep
     cp_t = 0.0
     if lay.cp > 1:
-        attn = spec_attention_time(m, lay.tp, s, b, s_.gpu_spec, lay.cp)
+        attn = spec_attention_time(m, lay.tp, s, b, s_.gpu_spec, lay.cp, attention)
         cp_t = mb * busy * cp_exposed(
             comm.cp_kv_s, comm.cp_kv_dkv_s, attn, lay.cp, recompute)
     bubble = bubble_fraction(lay.pp, mb, lay.virtual) * (compute + tp + ep_t + cp_t)
@@ -250,7 +250,7 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
               zero=0, sequence_parallel=False, recompute="none", mfu=None,
               dp_overlap=None, tp_overlap=None, bucket_bytes=None, reserve=None,
               nvls=True, precision="bf16", ep=1, recipe="compiled",
-              tp_overlap_method="none", pipeline_split="even"):
+              tp_overlap_method="none", pipeline_split="even", attention_backend="flash"):
     r"""Step time, throughput and memory of one layout.
 
     Parameters
@@ -314,6 +314,11 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
         they need not; the busiest stage runs ``ceil(L / pp)`` layers and the last
         ``floor(L / pp)`` plus the logits (:func:`stage_layers`: torchtitan's generated
         split, Megatron's ``account_for_embedding/loss_in_pipeline_split``).
+    attention_backend : {"flash", "cudnn"}
+        The attention kernels: ``"flash"`` (default; PyTorch SDPA's flash backend, what
+        our shard runs and torchtitan use) or ``"cudnn"`` (cuDNN's fused attention, which
+        Transformer Engine prefers on Hopper and later): the shard's attention time times
+        :func:`attention_backend_ratio`, measured on our H200.
 
     Returns
     -------
@@ -412,10 +417,11 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
         s_, mfu=mfu, precision=precision, dp_overlap=dp_overlap, tp_overlap=tp_overlap,
         bucket_bytes=bucket_bytes, reserve=reserve, nvls=nvls)
     check_choice("pipeline_split", pipeline_split, PIPELINE_SPLITS)
+    check_choice("attention_backend", attention_backend, ATTENTION_BACKENDS)
     why = structural_reasons(m, s_, lay, lay.n_gpus, gbatch, b, s, sp, pipeline_split)
     if why:
         raise ValueError(f"layout {lay} cannot run: {'; '.join(why)}")
     e = check_ep(m, ep, lay.dp)
     return step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, eta, dpo, tpo, bucket,
                  res, nv, assumption("grad_bytes"), assumption("weight_bytes"), precision,
-                 e, recipe, tp_overlap_method, pipeline_split)
+                 e, recipe, tp_overlap_method, pipeline_split, attention_backend)

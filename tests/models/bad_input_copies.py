@@ -40,6 +40,8 @@ CASES = [
     Case(measurements.kernel_profile,
          {"filename": "kernels_llama.csv", "run": measurements.KERNELS_RUN},
          {"filename": _NAME_BAD + ["README.md", "command.sh"], "run": _NAME_BAD}),
+    Case(measurements.attention_kernels, {"run": measurements.ATTENTION_RUN},
+         {"run": _NAME_BAD + [measurements.KERNELS_RUN]}),
 ]
 _FIT_SWEEP = measurements.copy_latency_run("copies_run1.csv")   # used by the fit
 _SWEEPS_BAD = [None, 3, True, "copies_r1.csv", [], [("x",)], [(3, 4)],

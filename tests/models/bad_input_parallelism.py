@@ -7,7 +7,7 @@ from bad_values import (CHOICE, FRACTION_CLOSED, FRACTION_OPEN, INF, INT, NAN,
 from gpulab import parallelism as par
 
 MODULES = (par,)
-NO_ARGS = {par.model_names, par.whole_model_check}
+NO_ARGS = {par.model_names, par.whole_model_check, par.attention_backend_check}
 
 
 def _opt(values):
@@ -114,13 +114,19 @@ CASES = [
           "reserve": _RESERVE, "nvls": _FLAG, "precision": _PRECISION,
           "ep": INT(1, 1_000_000) + [2], "recipe": CHOICE("Compiled", "torchao"),
           "tp_overlap_method": CHOICE("Userbuffers", {"qkv_fprop": "ring_exchange"}),
-          "pipeline_split": CHOICE("Even", "ragged")}),
+          "pipeline_split": CHOICE("Even", "ragged"),
+          "attention_backend": CHOICE("cuDNN", "sdpa")}),
+    Case(par.attention_time_check, {"backend": "cudnn"},
+         {"backend": CHOICE("CUDNN", "math")}),
+    Case(par.attention_backend_ratio, {"seq_len": 8192, "backend": "cudnn"},
+         {"seq_len": INT(1, 10**8), "backend": CHOICE("CUDNN", "math")}),
     Case(par.step_time, dict(_STEP, sequence_parallel=True, tp_overlap=None,
                              tp_overlap_method="userbuffers"),
          {"tp_overlap": [0.5, 1.0], "tp_overlap_method": [
              {"qkv": "bulk"}, {"qkv_fprop": "bulk"}, {"qkv_fprop": "pipe"}]},
          exempt={k: "covered by the row above" for k in (*_STEP, "ep", "recipe",
-                                                         "pipeline_split")
+                                                         "pipeline_split",
+                                                         "attention_backend")
                  if k not in ("tp_overlap",)}),
     Case(par.per_op_recomputed_matrices, {"spec": "llama3-8b"}, {"spec": _SPEC_BAD}),
     Case(par.tp_overlap_sites, {"spec": "llama3-70b", "tp": 4, "method": "userbuffers"},

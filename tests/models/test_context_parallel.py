@@ -6,7 +6,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gpulab import parallelism as par, specs
+from gpulab import measurements, parallelism as par, specs
 from gpulab.parallelism import efficiency as eff_mod
 
 SYSTEM = "hgx-h200"
@@ -130,3 +130,45 @@ def test_uneven_split_paces_on_sixteen_of_126_layers():
     logits = flops - layer_part
     expect = max(layer_part * 16 / 126, layer_part * 15 / 126 + logits) / (8 * 0.4 * peak)
     assert st_.compute == pytest.approx(expect, rel=1e-9)
+
+
+# --- attention backends ---------------------------------------------------------------
+def test_attention_backend_ratio_reads_the_fit_shape():
+    k = measurements.attention_kernels()
+    for s in (2048, 8192, 262144):
+        measured = k[("cudnn", "llama3-8b-tp1", "causal", s)]["fwd_bwd_s"] \
+            / k[("flash", "llama3-8b-tp1", "causal", s)]["fwd_bwd_s"]
+        assert par.attention_backend_ratio(s) == pytest.approx(measured, rel=1e-12)
+    # between two measured lengths: between their ratios; outside: the end values
+    lo, hi = par.attention_backend_ratio(8192), par.attention_backend_ratio(16384)
+    assert min(lo, hi) <= par.attention_backend_ratio(11585) <= max(lo, hi)
+    assert par.attention_backend_ratio(512) == par.attention_backend_ratio(2048)
+    assert par.attention_backend_ratio(10**6) == par.attention_backend_ratio(262144)
+    assert par.attention_backend_ratio(10**6, "flash") == 1.0
+
+
+def test_attention_backend_held_out_shape():
+    rows = par.attention_backend_check()
+    assert [r["seq_len"] for r in rows] == [2 ** k for k in range(11, 19)]
+    # from 8K tokens on within 3% on the held-out head shape; at 2K the thin 405B shard
+    # (16 heads, 1 KV head) gains far less from cuDNN than the 8B one
+    assert max(abs(r["error"]) for r in rows if r["seq_len"] >= 8192) < 0.03
+    assert rows[0]["error"] < -0.25
+
+
+def test_cudnn_only_changes_the_attention_term():
+    g = specs.gpu("H100")
+    terms = eff_mod.shard_terms(4096, 1, 8192, 1, qkv_out=6144, ffn_hidden=14336,
+                                swiglu=True)
+    attn = terms["attention_flops"] / (eff_mod.coefficients("bf16")["attention_efficiency"]
+                                       * eff_mod.peak_flops(g, "bf16"))
+    r = par.attention_backend_ratio(8192)
+    for precision in ("bf16", "fp8"):
+        flash = eff_mod.recipe_shard_time(terms, g, precision, "compiled")
+        cudnn = eff_mod.recipe_shard_time(terms, g, precision, "compiled",
+                                          attention="cudnn")
+        assert flash - cudnn == pytest.approx((1 - r) * attn, rel=1e-9)
+    kw = dict(global_batch=8, seq_len=8192, zero=1, precision="fp8")
+    a = par.step_time("llama3-8b", "dgx-h100", (1, 1, 8), **kw)
+    b = par.step_time("llama3-8b", "dgx-h100", (1, 1, 8), attention_backend="cudnn", **kw)
+    assert b.total < a.total and b.efficiency > a.efficiency
