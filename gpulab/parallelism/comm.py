@@ -475,8 +475,11 @@ def comm_parts(m, system, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb,
     if cp > 1:
         # a rank's K and V chunk: (s / cp) tokens x its kv_heads / tp heads, BF16
         cp_bytes = 2.0 * b * (s // cp) * (m.kv_heads // lay.tp) * m.head_dim * 2.0
-        kv_t = _coll("sendrecv", cp_bytes, 2, lay.tp, system, nvls)
-        kv2_t = _coll("sendrecv", 2.0 * cp_bytes, 2, lay.tp, system, nvls)
+        # a ring that spans nodes is paced by its links that cross the network
+        reach = system.scale_up_domain
+        cp_stride = lay.tp if lay.tp * cp <= reach else max(lay.tp, reach)
+        kv_t = _coll("sendrecv", cp_bytes, 2, cp_stride, system, nvls)
+        kv2_t = _coll("sendrecv", 2.0 * cp_bytes, 2, cp_stride, system, nvls)
     return Communication(tp_t, pp_t, float(sum(parts.values(), 0.0)), parts, tp_calls, pp_calls,
                          act if lay.tp > 1 else 0.0, pp_bytes if lay.pp > 1 else 0.0,
                          grad_bytes if d > 1 else 0.0,

@@ -152,6 +152,8 @@ _STEP_BREAKDOWN_PARTS = (("compute", "compute", COLORS["compute"]),
                ("bubble", "pipeline bubble", "#c8c8c8"))
 #: The expert-parallel all-to-all, drawn only when a step has EP > 1.
 _STEP_BREAKDOWN_EP = ("ep_comm", "EP all-to-all", COLORS["nvlink"])
+#: The context-parallel key/value ring, drawn only when a step has CP > 1.
+_STEP_BREAKDOWN_CP = ("cp_comm", "CP key/value ring (exposed)", COLORS["hbm"])
 
 
 def _result_rows(results, name, want):
@@ -344,6 +346,8 @@ def plot_step_breakdown(step_times, *, ax=None):
     parts = _STEP_BREAKDOWN_PARTS
     if any(st.ep > 1 for _l, st in rows):
         parts = parts + (_STEP_BREAKDOWN_EP,)
+    if any(st.layout.cp > 1 for _l, st in rows):
+        parts = parts + (_STEP_BREAKDOWN_CP,)
     values = [np.array([c.get(k, 0.0) for c in comps]) for k, _n, _c in parts]
     ends = [f"{st.total:.2f} s, MFU {st.mfu:.0%}" for _l, st in rows]
     key = (len(rows), len(parts))
@@ -611,6 +615,8 @@ _STEP_PARTS = (("compute", "compute", "compute"), ("tp_comm", "comm", "TP comm."
                ("bubble", "accent", "pipeline bubble"))
 #: The expert-parallel all-to-all, drawn only when a row has EP > 1.
 _STEP_PART_EP = ("ep_comm", "nvlink", "EP all-to-all")
+#: The context-parallel key/value ring, drawn only when a row has CP > 1.
+_STEP_PART_CP = ("cp_comm", "pcie", "CP key/value ring")
 
 
 def plot_step_comparison(rows, *, ax=None):
@@ -638,6 +644,8 @@ def plot_step_comparison(rows, *, ax=None):
     parts = _STEP_PARTS
     if any(r[1].ep > 1 for r in rows):
         parts = parts + (_STEP_PART_EP,)
+    if any(r[1].layout.cp > 1 for r in rows):
+        parts = parts + (_STEP_PART_CP,)
     for key, kind, name in parts:
         w = np.array([r[1].components().get(key, 0.0) for r in rows])
         ax.barh(y, w, left=left, color=COLORS[kind], label=name)

@@ -172,3 +172,16 @@ def test_cudnn_only_changes_the_attention_term():
     a = par.step_time("llama3-8b", "dgx-h100", (1, 1, 8), **kw)
     b = par.step_time("llama3-8b", "dgx-h100", (1, 1, 8), attention_backend="cudnn", **kw)
     assert b.total < a.total and b.efficiency > a.efficiency
+
+
+def test_a_ring_across_nodes_is_paced_by_the_network():
+    m = par.model("llama3-70b")
+    two = par.cluster(SYSTEM, 2)
+    inside = par.step_communication(m, two, (4, 1, 1, 1, 2), seq_len=8192,
+                                    sequence_parallel=True)
+    across = par.step_communication(m, two, (4, 1, 1, 1, 4), seq_len=16384,
+                                    sequence_parallel=True)
+    assert inside.cp_bytes == across.cp_bytes            # same chunk: 4096 tokens
+    # TP4 x CP4 = 16 GPUs: the ring spans both nodes, its sends cross the network
+    assert across.cp_kv_s > 2 * inside.cp_kv_s
+    assert any("CP rings cross nodes" in n for n in across.notes)

@@ -1096,6 +1096,17 @@ def _ps_steps_pcie():
     return P.plot_step_breakdown(list(_ps_steps(PS_PCIE).values())).figure
 
 
+@book("parallel_strategies:fig-par-cp-steps", "plot_step_breakdown")
+def _ps_cp_steps():
+    system = par.cluster("hgx-h200", 4)
+    lays = [(8, 1, 4), (8, 4, 1), (8, 1, 2, 1, 2), (8, 1, 1, 1, 4), (4, 1, 1, 1, 8),
+            (2, 1, 1, 1, 16)]
+    steps = [par.step_time("llama3-70b", system, lay, global_batch=16, seq_len=131072,
+                           zero=3, sequence_parallel=True, recompute="full")
+             for lay in lays]
+    return P.plot_step_breakdown(steps).figure
+
+
 @book("parallel_strategies:fig-par-memory-layouts", "plot_memory_breakdown")
 def _ps_memory_layouts():
     cap, usable = _ps_capacity()
