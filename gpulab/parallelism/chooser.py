@@ -76,7 +76,8 @@ class Ranking:
 
 _PART_NAMES = {"compute": "compute", "tp_comm": "TP communication",
                "pp_comm": "PP communication", "dp_comm": "DP communication",
-               "bubble": "pipeline bubble", "ep_comm": "EP all-to-all"}
+               "bubble": "pipeline bubble", "ep_comm": "EP all-to-all",
+               "cp_comm": "CP key/value ring"}
 
 
 def _parts_diff(a, b):
@@ -130,8 +131,8 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
                  seq_len=None, zero=1, sequence_parallel=False, recompute="none",
                  virtual=1, mfu=None, dp_overlap=None, tp_overlap=None,
                  bucket_bytes=None, reserve=None, nvls=True, precision="bf16",
-                 ep=None, recipe="compiled"):
-    """Enumerate every TP x PP x DP (x EP) layout of ``n_gpus`` GPUs and rank them.
+                 ep=None, recipe="compiled", cp=1):
+    """Enumerate every TP x PP x DP (x EP, x CP) layout of ``n_gpus`` GPUs and rank them.
 
     Parameters
     ----------
@@ -167,6 +168,10 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
         parallel folding), and appears in
         its ``options``. Dense models take only 1 (the default), and their
         candidates carry no ``ep`` option.
+    cp : int or tuple of int
+        Context-parallel degree(s) to try (default 1: none); each splits every
+        sequence over ``cp`` GPUs (:class:`Layout`), so ``tp * cp * pp`` divides
+        ``n_gpus``. Useful for long sequences, where activations do not fit otherwise.
 
     Returns
     -------
@@ -178,8 +183,8 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
 
     Notes
     -----
-    Candidates: every ``(tp, pp)`` with ``tp * pp`` dividing ``n_gpus`` and
-    ``dp = n_gpus / (tp * pp)``, times the option values given (and, for an MoE
+    Candidates: every ``(tp, cp, pp)`` with ``tp * cp * pp`` dividing ``n_gpus`` and
+    ``dp = n_gpus / (tp * cp * pp)``, times the option values given (and, for an MoE
     model, every EP degree that divides both dp and the experts). Collective times
     are cached, so 64 GPUs rank in a few milliseconds per option combination.
 
@@ -206,6 +211,7 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
         s_, mfu=mfu, precision=precision, dp_overlap=dp_overlap, tp_overlap=tp_overlap,
         bucket_bytes=bucket_bytes, reserve=reserve, nvls=nvls)
     check_choice("recipe", recipe, RECIPES)
+    cps = _as_tuple("cp", cp, lambda k, v: check_int(k, v, low=1, high=n))
     if ep is None:
         eps = tuple(d for d in _divisors(m.num_experts)) if m.num_experts else (1,)
         explicit = False
@@ -221,13 +227,15 @@ def rank_layouts(spec, system, n_gpus=None, *, global_batch, micro_batch=1,
                              f"{m.name!r}; got {ep!r}")
     gb, wb = assumption("grad_bytes"), assumption("weight_bytes")
     valid, invalid = [], []
-    for tp in _divisors(n):
-        for pp in _divisors(n // tp):
-            dp = n // (tp * pp)
+    for tp, c in itertools.product(_divisors(n), cps):
+        if n % (tp * c):
+            continue
+        for pp in _divisors(n // (tp * c)):
+            dp = n // (tp * c * pp)
             for v in virts:
                 if v > 1 and pp == 1:
                     continue
-                lay = Layout(tp, pp, dp, v)
+                lay = Layout(tp, pp, dp, v, c)
                 # MoE with TP > 1: sequence parallelism on (Megatron Core's rule)
                 sp_try = (True,) if m.num_experts and tp > 1 else sps
                 for b in mbs:

@@ -392,6 +392,10 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
                                          folding)
     MoE activations as a dense layer     approximation (ours): the top-k expert
     of the same shape                    outputs per token are not counted
+    full recompute: plus one layer's      ours: its backward rebuilds that
+    activations (selective's count)       layer's activations (flash attention:
+                                          no scores); Korthikanti's 2sbhL omits
+                                          it
     embedding/logit activations ignored  small vs L layers (Korthikanti, 4.3)
     norms split over TP like the rest    they are replicated; < 0.01% of params
     no reduce-scatter/all-gather buffer  Megatron reuses the gradient and
@@ -444,6 +448,10 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
     acts = m.layers / p * per_layer * in_flight
     if v > 1 and p > 1:
         acts *= 1.0 + (p - 1) / (p * v)
+    if recompute == "full":
+        # the layer being recomputed holds its whole activations during its backward
+        acts += activation_memory_per_layer(m, t, micro_batch=b, seq_len=s // c,
+                                            sequence_parallel=sp, recompute="selective")
     total = parts["weights"] + parts["gradients"] + opt + acts
     return TrainingMemory(parts["weights"], parts["gradients"], opt, acts, total, psi,
                           in_flight, parts["master"], parts["grad_copy"],

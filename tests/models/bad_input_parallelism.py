@@ -162,7 +162,7 @@ CASES = [
           "tp_overlap": _FRAC_CLOSED, "bucket_bytes": _BUCKET,
           "reserve": _RESERVE, "nvls": _FLAG, "precision": _PRECISION,
           "ep": _opt(INT(1, 8)) + [2, (), (1, 0)],
-          "recipe": CHOICE("Compiled", "torchao")}),
+          "recipe": CHOICE("Compiled", "torchao"), "cp": INT(1, 8) + [(), (1, 0)]}),
     *[Case(f, {"t_fast": 2.0, "t_slow": 3.0},
            {"t_fast": POS + SCALAR_ONLY, "t_slow": POS + SCALAR_ONLY})
       for f in (par.speedup, par.slowdown)],

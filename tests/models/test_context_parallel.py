@@ -185,3 +185,30 @@ def test_a_ring_across_nodes_is_paced_by_the_network():
     # TP4 x CP4 = 16 GPUs: the ring spans both nodes, its sends cross the network
     assert across.cp_kv_s > 2 * inside.cp_kv_s
     assert any("CP rings cross nodes" in n for n in across.notes)
+
+
+def test_chooser_tries_cp_degrees():
+    kw = dict(global_batch=16, seq_len=131072, zero=3, sequence_parallel=True,
+              recompute="full")
+    system = par.cluster(SYSTEM, 4)
+    plain = par.rank_layouts("llama3-70b", system, **kw)
+    with_cp = par.rank_layouts("llama3-70b", system, cp=(1, 2, 4), **kw)
+    assert all(r.layout.cp == 1 for r in plain.valid + plain.invalid)
+    cps = {r.layout.cp for r in with_cp.valid}
+    assert cps == {1, 2, 4}
+    # the CP-1 candidates are the same layouts as without the option
+    assert sorted(str(r.layout) for r in with_cp.valid if r.layout.cp == 1) == \
+        sorted(str(r.layout) for r in plain.valid)
+    # every candidate uses all 32 GPUs
+    assert all(r.layout.n_gpus == 32 for r in with_cp.valid)
+    assert with_cp.best.step.total <= plain.best.step.total
+
+
+def test_full_recompute_keeps_one_layer_whole():
+    kw = dict(micro_batch=1, seq_len=8192, sequence_parallel=True)
+    full = par.training_memory("llama3-70b", tp=4, recompute="full", **kw)
+    sel = par.training_memory("llama3-70b", tp=4, recompute="selective", **kw)
+    one_in = par.activation_memory_per_layer("llama3-70b", 4, recompute="full", **kw)
+    one_sel = par.activation_memory_per_layer("llama3-70b", 4, recompute="selective", **kw)
+    assert full.activations == pytest.approx(80 * one_in + one_sel, rel=1e-12)
+    assert sel.activations == pytest.approx(80 * one_sel, rel=1e-12)
