@@ -33,6 +33,8 @@ How a row becomes a call (the choices are ours, stated in each result):
   float8, or ``"eager"``, unfused casts) from the caller, for both precisions (compiled
   BF16 runs its kernels back to back and fuses its elementwise work); under
   ``"compiled"`` a row whose source ran without torch.compile keeps ``"eager"``;
+* gradients in BF16 (``grad_bytes=2``) on the Megatron-Bridge rows, whose performance
+  configurations turn off FP32 gradient reduction; FP32 elsewhere;
 * attention kernels: cuDNN's fused attention on the Transformer Engine rows (NeMo,
   Megatron-Bridge; TE prefers it on Hopper and later), PyTorch's flash backend on the
   torchtitan rows (:func:`step_time`'s ``attention_backend``);
@@ -307,6 +309,13 @@ def _check_row(r, recipe):
                   tp_overlap_method=overlap if tp > 1 else "none")
         lay = Layout(tp, pp, dp, vp, cp)
         kw["pipeline_split"] = split
+        if r["source_id"].startswith("mbridge"):
+            kw["grad_bytes"] = 2.0
+            notes.append("BF16 gradients: Megatron-Bridge's performance configurations "
+                         "set grad_reduce_in_fp32 = False (scripts/performance/configs/"
+                         "llama/llama3_llm_pretrain.py lines 73-74 and "
+                         "llama31_llm_pretrain.py lines 58-59 at 5776a6d; lines 43-44 "
+                         "and 42-43 at v0.4.2)")
         if r["source_id"].startswith(_TE_SOURCES):
             kw["attention_backend"] = "cudnn"
             notes.append("attention as cuDNN's fused kernels, which Transformer Engine "

@@ -250,7 +250,8 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
               zero=0, sequence_parallel=False, recompute="none", mfu=None,
               dp_overlap=None, tp_overlap=None, bucket_bytes=None, reserve=None,
               nvls=True, precision="bf16", ep=1, recipe="compiled",
-              tp_overlap_method="none", pipeline_split="even", attention_backend="flash"):
+              tp_overlap_method="none", pipeline_split="even", attention_backend="flash",
+              grad_bytes=None):
     r"""Step time, throughput and memory of one layout.
 
     Parameters
@@ -314,6 +315,12 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
         they need not; the busiest stage runs ``ceil(L / pp)`` layers and the last
         ``floor(L / pp)`` plus the logits (:func:`stage_layers`: torchtitan's generated
         split, Megatron's ``account_for_embedding/loss_in_pipeline_split``).
+    grad_bytes : float, optional
+        Bytes per gradient element that the backward pass accumulates and data
+        parallelism reduces, (0, 16]: default 4 (Megatron's FP32 accumulation with BF16
+        weights); 2 for BF16 gradients (Megatron-Bridge's ``grad_reduce_in_fp32=False``),
+        which halves the DP traffic and the gradient buffer (the optimizer then keeps an
+        FP32 copy of its shard).
     attention_backend : {"flash", "cudnn"}
         The attention kernels: ``"flash"`` (default; PyTorch SDPA's flash backend, what
         our shard runs and torchtitan use) or ``"cudnn"`` (cuDNN's fused attention, which
@@ -422,6 +429,8 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     if why:
         raise ValueError(f"layout {lay} cannot run: {'; '.join(why)}")
     e = check_ep(m, ep, lay.dp)
+    gb = default_value("grad_bytes", grad_bytes, "grad_bytes", low=0, high=16,
+                       low_inclusive=False)
     return step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, eta, dpo, tpo, bucket,
-                 res, nv, assumption("grad_bytes"), assumption("weight_bytes"), precision,
+                 res, nv, gb, assumption("weight_bytes"), precision,
                  e, recipe, tp_overlap_method, pipeline_split, attention_backend)

@@ -115,7 +115,8 @@ CASES = [
           "ep": INT(1, 1_000_000) + [2], "recipe": CHOICE("Compiled", "torchao"),
           "tp_overlap_method": CHOICE("Userbuffers", {"qkv_fprop": "ring_exchange"}),
           "pipeline_split": CHOICE("Even", "ragged"),
-          "attention_backend": CHOICE("cuDNN", "sdpa")}),
+          "attention_backend": CHOICE("cuDNN", "sdpa"),
+          "grad_bytes": _OPT_POS + [17, [2.0]]}),
     Case(par.attention_time_check, {"backend": "cudnn"},
          {"backend": CHOICE("CUDNN", "math")}),
     Case(par.attention_backend_ratio, {"seq_len": 8192, "backend": "cudnn"},
@@ -126,7 +127,8 @@ CASES = [
              {"qkv": "bulk"}, {"qkv_fprop": "bulk"}, {"qkv_fprop": "pipe"}]},
          exempt={k: "covered by the row above" for k in (*_STEP, "ep", "recipe",
                                                          "pipeline_split",
-                                                         "attention_backend")
+                                                         "attention_backend",
+                                                         "grad_bytes")
                  if k not in ("tp_overlap",)}),
     Case(par.per_op_recomputed_matrices, {"spec": "llama3-8b"}, {"spec": _SPEC_BAD}),
     Case(par.tp_overlap_sites, {"spec": "llama3-70b", "tp": 4, "method": "userbuffers"},
