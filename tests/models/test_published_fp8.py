@@ -302,7 +302,7 @@ def test_te_rows_run_the_tp_overlap_of_their_configuration(checks):
         ("nemo-24.07-h100", "gpt3-175b", 512): {"proj_fprop": "pipeline",
                                                  "fc2_fprop": "ring_exchange"},
         ("nemo-24.07-h100", "llama2-70b", 64): "userbuffers",
-        ("nemo-24.07-h100", "llama3-70b", 64): "none",
+        ("nemo-24.07-h100", "llama3-70b", 64): "userbuffers",
         ("mbridge-25.11", "llama3-70b", 64): "userbuffers-p2p",
         ("mbridge-25.11", "llama3-405b", 1024): "userbuffers-p2p",
         ("mbridge-25.11", "llama3-405b", 128): "userbuffers-p2p",
