@@ -17,7 +17,8 @@ from .model import (RECOMPUTE, param_counts, default_value, check_flag,
 
 # --- memory ------------------------------------------------------------------------
 def activation_memory_per_layer(spec, tp=1, *, micro_batch=1, seq_len=None,
-                                sequence_parallel=False, recompute="none"):
+                                sequence_parallel=False, recompute="none",
+                                fp8_inputs=False):
     r"""Activation memory of one transformer layer on one GPU (16-bit activations).
 
     Parameters
@@ -32,6 +33,15 @@ def activation_memory_per_layer(spec, tp=1, *, micro_batch=1, seq_len=None,
     sequence_parallel : bool
         Megatron's sequence parallelism (shards LayerNorm/dropout activations).
     recompute : {"none", "selective", "full", "per-op"}
+    fp8_inputs : bool
+        The four linear layers' inputs are saved as their FP8 casts (1 byte), as
+        Transformer Engine's FP8 layers do (``transformer_engine/pytorch/module/
+        linear.py`` lines 372-390 at v2.9: the quantized input is kept for the
+        backward pass unless ``save_original_input``, False by default, line 1089).
+        Of Korthikanti's 34 bytes per ``sbh`` those inputs are 14 (QKV 2, attention
+        output 2, fc1 2, fc2 8), so 7 are saved (with SP all over ``t``; with TP
+        alone the QKV and fc1 inputs are replicated). Applies to ``"none"`` and
+        ``"selective"``; torchao saves the BF16 inputs (``fp8_memory_overhead``).
 
     Returns
     -------
@@ -92,11 +102,12 @@ def activation_memory_per_layer(spec, tp=1, *, micro_batch=1, seq_len=None,
         width = 1.0 / t if sp else 1.0
         return 2.0 * sbh * (width + saved + width)
     score = 0.0 if recompute == "selective" else 5.0 * m.heads * s / (m.hidden * t)
+    fp8 = check_flag("fp8_inputs", fp8_inputs)
     if sp:
-        return sbh * (34.0 / t + score)
+        return sbh * (34.0 / t + score - (7.0 / t if fp8 else 0.0))
     if t == 1:
-        return sbh * (34.0 + score)
-    return sbh * (10.0 + 24.0 / t + score)
+        return sbh * (34.0 + score - (7.0 if fp8 else 0.0))
+    return sbh * (10.0 + 24.0 / t + score - ((2.0 + 5.0 / t) if fp8 else 0.0))
 
 
 #: Number formats of parameters and gradients, and their sizes. [B]
@@ -319,7 +330,7 @@ def check_ep(m, ep, dp):
 def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero=0,
                     sequence_parallel=False, recompute="none", micro_batches=None,
                     virtual=1, param_dtype=None, grad_dtype=None, fp32_grad_copy=None,
-                    weight_bytes=None, grad_bytes=None, ep=1, cp=1):
+                    weight_bytes=None, grad_bytes=None, ep=1, cp=1, fp8_inputs=False):
     r"""Memory per GPU for mixed-precision Adam training of a TP x PP x DP layout.
 
     Parameters
@@ -358,6 +369,9 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
         ``seq_len / cp`` square); ZeRO shards over the ``dp x cp`` ranks that hold
         the same weights (Megatron's distributed optimizer uses its data-parallel
         group with CP; torchtitan's FSDP mesh folds CP in).
+    fp8_inputs : bool
+        Linear-layer inputs saved in FP8 (Transformer Engine;
+        :func:`activation_memory_per_layer`).
 
     Returns
     -------
@@ -443,7 +457,7 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
     opt = parts["master"] + parts["grad_copy"] + parts["adam"]
     per_layer = activation_memory_per_layer(m, t, micro_batch=b, seq_len=s // c,
                                             sequence_parallel=sp,
-                                            recompute=recompute)
+                                            recompute=recompute, fp8_inputs=fp8_inputs)
     in_flight = min(p, mb)
     acts = m.layers / p * per_layer * in_flight
     if v > 1 and p > 1:
@@ -451,7 +465,8 @@ def training_memory(spec, tp=1, pp=1, dp=1, *, micro_batch=1, seq_len=None, zero
     if recompute == "full":
         # the layer being recomputed holds its whole activations during its backward
         acts += activation_memory_per_layer(m, t, micro_batch=b, seq_len=s // c,
-                                            sequence_parallel=sp, recompute="selective")
+                                            sequence_parallel=sp, recompute="selective",
+                                            fp8_inputs=fp8_inputs)
     total = parts["weights"] + parts["gradients"] + opt + acts
     return TrainingMemory(parts["weights"], parts["gradients"], opt, acts, total, psi,
                           in_flight, parts["master"], parts["grad_copy"],

@@ -33,6 +33,8 @@ How a row becomes a call (the choices are ours, stated in each result):
   float8, or ``"eager"``, unfused casts) from the caller, for both precisions (compiled
   BF16 runs its kernels back to back and fuses its elementwise work); under
   ``"compiled"`` a row whose source ran without torch.compile keeps ``"eager"``;
+* memory of the Transformer Engine FP8 rows with the linear layers' inputs saved in FP8
+  (``fp8_saved_inputs``), as TE does; torchtitan's torchao keeps them in BF16;
 * gradients in BF16 (``grad_bytes=2``) on the Megatron-Bridge rows, whose performance
   configurations turn off FP32 gradient reduction; FP32 elsewhere;
 * attention kernels: cuDNN's fused attention on the Transformer Engine rows (NeMo,
@@ -227,7 +229,7 @@ def _check_row(r, recipe):
            "published_tokens_per_s_per_gpu": r["tokens_per_s_per_gpu"],
            "model_tokens_per_s_per_gpu": None, "step_s": None, "mfu": None,
            "error": None, "fits": None, "reason": None, "recompute": None,
-           "tp_overlap_method": None,
+           "tp_overlap_method": None, "memory_gb": None,
            "preset_hardware": (r["gpu"], r["system"]) in _PRESET_MACHINES,
            "notes": []}
     notes = out["notes"]
@@ -316,20 +318,28 @@ def _check_row(r, recipe):
                          "llama/llama3_llm_pretrain.py lines 73-74 and "
                          "llama31_llm_pretrain.py lines 58-59 at 5776a6d; lines 43-44 "
                          "and 42-43 at v0.4.2)")
+        if r["source_id"].startswith(_TE_SOURCES) and r["precision"] == "fp8":
+            kw["fp8_saved_inputs"] = True
+            notes.append("memory: the linear layers' inputs saved as FP8 casts, as "
+                         "Transformer Engine does")
         if r["source_id"].startswith(_TE_SOURCES):
             kw["attention_backend"] = "cudnn"
             notes.append("attention as cuDNN's fused kernels, which Transformer Engine "
                          "prefers on Hopper and later")
         st = step_time(r["model"], system, lay, recompute=recompute, **kw)
-        fits = st.fits if recompute != "none" else step_time(
-            r["model"], system, lay, recompute="selective", **kw).fits
+        # memory judged without the attention scores (flash attention never stores
+        # them): selective recomputation's memory where the row runs none
+        st_mem = st if recompute != "none" else step_time(
+            r["model"], system, lay, recompute="selective", **kw)
     except ValueError as exc:
         out["reason"] = str(exc)
         return out
     model_tps = st.tokens_per_s / gpus
     out.update(model_tokens_per_s_per_gpu=model_tps, step_s=st.total, mfu=st.mfu,
-               error=model_tps / r["tokens_per_s_per_gpu"] - 1.0, fits=fits)
-    notes.extend(st.notes)
+               error=model_tps / r["tokens_per_s_per_gpu"] - 1.0, fits=st_mem.fits,
+               memory_gb=st_mem.memory.total / 1e9)
+    mem_note = [n for n in st_mem.notes if n.startswith("needs ")]
+    notes.extend([n for n in st.notes if not n.startswith("needs ")] + mem_note)
     return out
 
 
@@ -363,8 +373,9 @@ def published_fp8_check(recipe="compiled"):
         the time is reported either way), ``reason`` (None, or why the row is not
         predicted: then the model fields are None) and ``notes`` (list of str:
         every choice that departs from the source, and the model's own notes),
-        ``recompute`` and ``tp_overlap_method`` (as run through :func:`step_time`) and
-        ``preset_hardware`` (the row ran on the preset's own machine).
+        ``recompute`` and ``tp_overlap_method`` (as run through :func:`step_time`),
+        ``memory_gb`` (per GPU, judged as ``fits`` is) and ``preset_hardware`` (the row
+        ran on the preset's own machine).
 
     Raises
     ------

@@ -155,7 +155,7 @@ def compute_efficiency(m, gpu_spec, tp, seq_len, micro_batch, precision, mfu,
 
 def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucket, res,
           nvls, gb, wb, precision="bf16", ep=1, recipe="compiled", tp_method="none",
-          split="even", attention="flash"):
+          split="even", attention="flash", fp8_inputs=False):
     mb = gbatch // (lay.dp * b)
     n = lay.n_gpus
     tokens = float(gbatch) * s
@@ -203,7 +203,7 @@ def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucke
     mem = training_memory(m, lay.tp, lay.pp, lay.dp, micro_batch=b, seq_len=s,
                           zero=z, sequence_parallel=sp, recompute=recompute,
                           micro_batches=mb, virtual=lay.virtual, grad_bytes=gb,
-                          weight_bytes=wb, ep=ep, cp=lay.cp)
+                          weight_bytes=wb, ep=ep, cp=lay.cp, fp8_inputs=fp8_inputs)
     fits = memory_reason(mem, s_, res) is None
     model_flops = flops_per_step(m, tokens, seq_len=s)
     notes = list(comm.notes)
@@ -251,7 +251,7 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
               dp_overlap=None, tp_overlap=None, bucket_bytes=None, reserve=None,
               nvls=True, precision="bf16", ep=1, recipe="compiled",
               tp_overlap_method="none", pipeline_split="even", attention_backend="flash",
-              grad_bytes=None):
+              grad_bytes=None, fp8_saved_inputs=False):
     r"""Step time, throughput and memory of one layout.
 
     Parameters
@@ -321,6 +321,10 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
         weights); 2 for BF16 gradients (Megatron-Bridge's ``grad_reduce_in_fp32=False``),
         which halves the DP traffic and the gradient buffer (the optimizer then keeps an
         FP32 copy of its shard).
+    fp8_saved_inputs : bool
+        Memory only: the linear layers save their inputs for the backward pass as FP8
+        casts, as Transformer Engine does (:func:`activation_memory_per_layer`'s
+        ``fp8_inputs``); needs ``precision="fp8"``. Default False (torchao keeps BF16).
     attention_backend : {"flash", "cudnn"}
         The attention kernels: ``"flash"`` (default; PyTorch SDPA's flash backend, what
         our shard runs and torchtitan use) or ``"cudnn"`` (cuDNN's fused attention, which
@@ -435,6 +439,9 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     e = check_ep(m, ep, lay.dp)
     gb = default_value("grad_bytes", grad_bytes, "grad_bytes", low=0, high=16,
                        low_inclusive=False)
+    if check_flag("fp8_saved_inputs", fp8_saved_inputs) and precision != "fp8":
+        raise ValueError(f"fp8_saved_inputs needs precision 'fp8'; got {precision!r}")
     return step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, eta, dpo, tpo, bucket,
                  res, nv, gb, assumption("weight_bytes"), precision,
-                 e, recipe, tp_overlap_method, pipeline_split, attention_backend)
+                 e, recipe, tp_overlap_method, pipeline_split, attention_backend,
+                 fp8_saved_inputs)

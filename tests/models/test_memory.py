@@ -173,3 +173,26 @@ def test_13b_dp8_does_not_fit_an_h200():
     assert any(str(x.layout) == "TP1 PP1 DP8" and "144.3 GB" in x.reasons[0]
                for x in r.invalid)
     assert all(x.step.memory.total <= 141e9 * 0.9 for x in r.valid)
+
+
+def test_fp8_saved_inputs_by_hand():
+    """Transformer Engine keeps the FP8 casts of the four linear inputs: 7 of
+    Korthikanti's 34 bytes per sbh (QKV 2, attention output 2, fc1 2, fc2 8, halved)."""
+    s, b, h = 4096, 1, 8192
+    sbh = s * b * h
+    kw = dict(micro_batch=b, seq_len=s, recompute="selective")
+    for t, sp, expect in ((1, False, 27), (4, True, 27 / 4), (4, False, 10 + 24 / 4 - 2 - 5 / 4)):
+        got = par.activation_memory_per_layer("70b", t, sequence_parallel=sp,
+                                              fp8_inputs=True, **kw)
+        assert got == pytest.approx(sbh * expect, rel=1e-12)
+    full = par.activation_memory_per_layer("70b", 4, sequence_parallel=True,
+                                           recompute="full", fp8_inputs=True,
+                                           micro_batch=b, seq_len=s)
+    assert full == 2 * sbh / 4                     # only the layer input, in BF16
+    with pytest.raises(ValueError, match="fp8_saved_inputs"):
+        par.step_time("13b", "hgx-h200", (8, 1, 1), global_batch=8,
+                      fp8_saved_inputs=True)
+    a = par.step_time("13b", "hgx-h200", (8, 1, 1), global_batch=8, precision="fp8")
+    c = par.step_time("13b", "hgx-h200", (8, 1, 1), global_batch=8, precision="fp8",
+                      fp8_saved_inputs=True)
+    assert c.total == a.total and c.memory.activations < a.memory.activations
