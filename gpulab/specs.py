@@ -463,7 +463,7 @@ def gpu_variants(name: str) -> list[str]:
     """The variants of GPU ``name`` in the data, its flagship (default) first.
 
     >>> gpu_variants("H100")
-    ['SXM5 80GB', 'PCIe 80GB']
+    ['SXM5 80GB', 'PCIe 80GB', 'SXM5 96GB HBM2e']
     """
     check_choice("name", name, gpu_names())
     return [v for n, v in _gpu_table() if n == name]

@@ -27,8 +27,10 @@ How a row becomes a call (the choices are ours, stated in each result):
   these frameworks runs flash attention, which never stores them;
 * the system is the 8-GPU preset of the row's GPU (H100: ``dgx-h100``, H200:
   ``hgx-h200``, B200: ``hgx-b200``), scaled to ``GPUs / 8`` nodes by :func:`cluster`;
-  a machine other than the preset (the H100 96 GB HBM2e of the torchtitan tables,
-  other networks) is modelled as the preset, and ``notes`` says so;
+  a machine other than the preset is modelled as the preset, and ``notes`` says so; the
+  H100 96 GB HBM2e of the torchtitan tables runs as its own variant of ``data/gpus.csv``
+  (2.4 TB/s, the bandwidth its source states; the SXM5 peaks as an upper bound, its power
+  limit of 500 W not modelled);
 * ``precision`` from the row; ``recipe`` (``"compiled"``, torch.compile with torchao
   float8, or ``"eager"``, unfused casts) from the caller, for both precisions (compiled
   BF16 runs its kernels back to back and fuses its elementwise work); under
@@ -51,6 +53,7 @@ Units: tokens per second per GPU; errors are ``model / published - 1``.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import io
 import math
@@ -78,6 +81,9 @@ _REQUIRED = ("source_id", "model", "gpu", "gpus", "precision", "tokens_per_s_per
 _GPU_SYSTEMS = {"H100": "dgx-h100", "H200": "hgx-h200", "B200": "hgx-b200"}
 #: (gpu, system) of the table that are the preset's own machine (no note needed).
 _PRESET_MACHINES = {("H100 SXM5 80GB", "DGX H100"), ("B200", "DGX B200")}
+#: GPUs of the table that are another variant of the preset's GPU (``data/gpus.csv``):
+#: the preset runs with that variant's memory, bandwidth and peaks.
+_GPU_VARIANTS = {"H100 96GB HBM2e": "SXM5 96GB HBM2e"}
 _GPUS_PER_NODE = 8
 _WITHIN = 0.25
 #: Sources that ran Transformer Engine (its attention: cuDNN's fused kernels).
@@ -202,7 +208,10 @@ def _system_for(gpu_text, gpus):
     if gpus < _GPUS_PER_NODE or gpus % _GPUS_PER_NODE:
         raise ValueError(f"{gpus} GPUs is not a whole number of {_GPUS_PER_NODE}-GPU "
                          f"{preset} nodes")
-    return preset, cluster(preset, gpus // _GPUS_PER_NODE)
+    variant = next((v for k, v in _GPU_VARIANTS.items() if gpu_text.startswith(k)), None)
+    if variant is not None:
+        base = dataclasses.replace(base, gpu_variant=variant)
+    return preset, cluster(base if variant else preset, gpus // _GPUS_PER_NODE)
 
 
 def _overlap_method(text):
@@ -267,8 +276,13 @@ def _check_row(r, recipe):
         preset, system = _system_for(r["gpu"], gpus)
         out["system"] = system.name
         if (r["gpu"], r["system"]) not in _PRESET_MACHINES:
+            g = system.gpu_spec
             notes.append(f"{r['gpu']} in {r['system']} modelled as the {preset} preset "
-                         f"({system.gpu_spec.memory_bytes / 1e9:.0f} GB {system.gpu})")
+                         f"with the {g.name} {g.variant} "
+                         f"({g.memory_bytes / 1e9:.0f} GB, "
+                         f"{g.memory_bandwidth / 1e12:.2f} TB/s"
+                         + (", its Tensor Core peaks an upper bound; power limit not "
+                            "modelled)" if g.kind == "assumed" else ")"))
         if r["seq_len"] is None:
             out["seq_len"] = model(r["model"]).seq_len
             notes.append(f"sequence length not published: the preset's default "
