@@ -38,7 +38,8 @@ __all__ = ["CopyRun", "copy_bandwidth", "CopyLatencyRun", "copy_latency_run",
            "CHECK_RUNS",
            "collective_run", "pool_runs", "parse_nccl_choices", "OVERLAP_RUN",
            "gemm_power_trace", "KERNELS_RUN", "kernel_profile", "FULL_STEP_RUN",
-           "full_step_runs", "FULL_STEP_FILES", "ATTENTION_RUN", "attention_kernels"]
+           "full_step_runs", "FULL_STEP_FILES", "ATTENTION_RUN", "attention_kernels",
+           "attention_power_trace"]
 
 #: Our 1x H200 run of GEMMs beside copies and of back-to-back GEMMs under nvidia-smi.
 OVERLAP_RUN = "h200-x1-2026-12-02-overlap"
@@ -789,6 +790,59 @@ def attention_kernels(run=ATTENTION_RUN):
             "heads": int(r["heads"]), "kv_heads": int(r["kv_heads"]),
             "k_len": int(r["k_len"]), "fwd_bwd_tflops": float(r["fwd_bwd_tflops"])}
     return out
+
+
+def attention_power_trace(run=ATTENTION_RUN, busy_w=600.0):
+    """Power and SM clock of our H200 while the attention kernels of
+    :func:`attention_kernels` ran (``nvidia-smi`` every 200 ms beside the run).
+
+    Parameters
+    ----------
+    run : str
+        The raw-run folder.
+    busy_w : float
+        Samples drawing more than this are counted as busy, (0, 2000]. [W]
+
+    Returns
+    -------
+    dict
+        ``samples`` (all), ``busy`` (drawing more than ``busy_w``), ``capped`` (the
+        software power cap acting), ``power_limit_w``, ``max_power_w`` and, over the busy
+        samples, ``sm_clock_min_mhz``, ``sm_clock_median_mhz``, ``sm_clock_max_mhz``.
+
+    Examples
+    --------
+    >>> p = attention_power_trace()
+    >>> p["power_limit_w"], p["capped"] > p["samples"] / 2, p["max_power_w"] <= 705
+    (700.0, True, True)
+    """
+    ok = isinstance(busy_w, (int, float, np.integer, np.floating)) and \
+        not isinstance(busy_w, bool) and 0 < busy_w <= 2000
+    if not ok:
+        raise ValueError(f"busy_w must be a number of watts in (0, 2000]; got {busy_w!r}")
+    w_min = float(busy_w)
+    text = raw_capture(run, "power.csv")
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or "power.draw [W]" not in [c.strip() for c in rows[0]]:
+        raise ValueError(f"run: {run!r} holds no nvidia-smi power trace (power.csv)")
+    samples = []
+    for r in rows[1:]:
+        try:
+            samples.append((float(r[1].split()[0]), float(r[2].split()[0]),
+                            float(r[3].split()[0]), r[4].strip() == "Active"))
+        except (IndexError, ValueError):
+            continue
+    busy = [s for s in samples if s[1] > w_min]
+    if not busy:
+        raise ValueError(f"busy_w: no sample of {run!r} draws more than {w_min} W")
+    clocks = [s[0] for s in busy]
+    return {"samples": len(samples), "busy": len(busy),
+            "capped": sum(s[3] for s in samples),
+            "power_limit_w": max(s[2] for s in samples),
+            "max_power_w": max(s[1] for s in samples),
+            "sm_clock_min_mhz": min(clocks),
+            "sm_clock_median_mhz": float(np.median(clocks)),
+            "sm_clock_max_mhz": max(clocks)}
 
 
 FULL_STEP_FILES = ("full_step.csv", "full_step_eager.csv", "full_step_b1.csv",

@@ -42,6 +42,10 @@ CASES = [
          {"filename": _NAME_BAD + ["README.md", "command.sh"], "run": _NAME_BAD}),
     Case(measurements.attention_kernels, {"run": measurements.ATTENTION_RUN},
          {"run": _NAME_BAD + [measurements.KERNELS_RUN]}),
+    Case(measurements.attention_power_trace,
+         {"run": measurements.ATTENTION_RUN, "busy_w": 600.0},
+         {"run": _NAME_BAD + [measurements.KERNELS_RUN],
+          "busy_w": [0, -1.0, 2001, 1999.0, float("nan"), "600", True, None, [600.0]]}),
 ]
 _FIT_SWEEP = measurements.copy_latency_run("copies_run1.csv")   # used by the fit
 _SWEEPS_BAD = [None, 3, True, "copies_r1.csv", [], [("x",)], [(3, 4)],
