@@ -304,7 +304,7 @@ def cp_exposed(kv_s, kv_dkv_s, attention_s, cp, recompute="none"):
 
         t = (c-1)\,[\,t_{kv} - a_f]^+ + 2\,[\,t_{kv} - a_b]^+
             + (c-2)\,[\,t_{kv+dkv} - a_b]^+,\qquad
-            a_f = rac{A}{3c},\ a_b = rac{2A}{3c}
+            a_f = \frac{A}{3c},\ a_b = \frac{2A}{3c}
 
     and ``recompute="full"`` runs the forward exchange again in the backward pass.
     torchtitan's default in PyTorch's ring attention all-gathers the KV shards
