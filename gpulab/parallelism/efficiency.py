@@ -61,8 +61,9 @@ What the numbers are
 from __future__ import annotations
 
 import functools
-
 import math
+
+import numpy as np
 
 from .. import measurements, specs
 from .._validate import check_choice, check_int
@@ -99,16 +100,9 @@ def _ratio_points(shape):
 
 
 def _interp_ratio(pts, seq_len):
-    x = math.log2(seq_len)
-    xs = [math.log2(s) for s, _ in pts]
-    if x <= xs[0]:
-        return pts[0][1]
-    if x >= xs[-1]:
-        return pts[-1][1]
-    for (x0, (_, r0)), (x1, (_, r1)) in zip(zip(xs, pts), zip(xs[1:], pts[1:])):
-        if x0 <= x <= x1:
-            return r0 + (r1 - r0) * (x - x0) / (x1 - x0)
-    raise AssertionError("unreachable")
+    """Linear in log2 of the length between the points, the end values outside them."""
+    return float(np.interp(math.log2(seq_len), [math.log2(s) for s, _ in pts],
+                           [r for _, r in pts]))
 
 
 def attention_backend_ratio(seq_len, backend="cudnn"):
