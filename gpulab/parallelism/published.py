@@ -63,7 +63,7 @@ from .. import specs, systems
 from .._validate import check_choice
 from .efficiency import RECIPES
 from .layout import Layout, cluster
-from .model import model, model_names
+from .model import check_flag, model, model_names
 from .step import step_time
 
 __all__ = ["PUBLISHED_FP8", "published_fp8_rows", "published_fp8_check",
@@ -223,7 +223,7 @@ def _overlap_method(text):
     return dict(pair.split("=", 1) for pair in text.split(";"))
 
 
-def _check_row(r, recipe):
+def _check_row(r, recipe, tp_overlap=True):
     tp, pp = r["tp"] or 1, r["pp"] or 1
     cp, vp = r["cp"] or 1, r["vp"] or 1
     fsdp = bool(r["fsdp"])
@@ -309,7 +309,7 @@ def _check_row(r, recipe):
         elif recipe == "compiled" and "no torch.compile" in src_recipe:
             row_recipe = "eager"
             notes.append("the source ran without torch.compile: the eager recipe")
-        overlap = _overlap_method(r.get("tp_comm_overlap"))
+        overlap = _overlap_method(r.get("tp_comm_overlap")) if tp_overlap else "none"
         if overlap != "none" and tp > 1:
             notes.append(f"TP communication overlap as the run's configuration sets it "
                          f"({r['tp_comm_overlap']})")
@@ -357,12 +357,12 @@ def _check_row(r, recipe):
     return out
 
 
-@functools.lru_cache(maxsize=4 * len(RECIPES))
-def _check(text, recipe):
-    return tuple(_check_row(r, recipe) for r in _rows(text))
+@functools.lru_cache(maxsize=8 * len(RECIPES))
+def _check(text, recipe, tp_overlap=True):
+    return tuple(_check_row(r, recipe, tp_overlap) for r in _rows(text))
 
 
-def published_fp8_check(recipe="compiled"):
+def published_fp8_check(recipe="compiled", *, tp_overlap=True):
     """Each published row beside the step-time model's throughput for it.
 
     Parameters
@@ -372,6 +372,9 @@ def published_fp8_check(recipe="compiled"):
         torchao float8 in FP8, as frameworks run it, tensorwise scaling except on the
         rows whose source ran rowwise scaling, which get ``"compiled-rowwise"``;
         ``"eager"``: the naive model, unfused casts), for BF16 and FP8 rows alike.
+    tp_overlap : bool
+        Run each row with the TP communication overlap its configuration sets (default);
+        False runs every row without it, to show what the overlap is worth.
 
     Returns
     -------
@@ -410,7 +413,7 @@ def published_fp8_check(recipe="compiled"):
     """
     check_choice("recipe", recipe, RECIPES)
     out = []
-    for r in _check(_text(), recipe):
+    for r in _check(_text(), recipe, check_flag("tp_overlap", tp_overlap)):
         d = dict(r)
         d["notes"] = list(r["notes"])
         out.append(d)

@@ -56,8 +56,8 @@ CASES += [
     Case(par.recipe_runs, {"recipe": "fp8-tensorwise", "kind": "llama"},
          {"recipe": ["fp8", "", 3, True, ["x"], "bf16"],
           "kind": ["no-such-thing", "", 3, True, ["x"], "Llama", "moe"]}),
-    Case(par.published_fp8_check, {"recipe": "eager"},
-         {"recipe": CHOICE("te", "Compiled")}),
+    Case(par.published_fp8_check, {"recipe": "eager", "tp_overlap": False},
+         {"recipe": CHOICE("te", "Compiled"), "tp_overlap": [None, 1, "yes", [True]]}),
     Case(par.published_fp8_summary, {"recipe": "compiled"},
          {"recipe": CHOICE("te", "Compiled")}),
 ]

@@ -319,3 +319,16 @@ def test_torchtitan_selective_rows_use_per_op_recompute(checks):
         if r["reason"] is None and r["source_id"].startswith("torchtitan"):
             assert r["recompute"] in ("per-op", "full"), r
     assert sum(r["recompute"] == "per-op" for r in checks["compiled"]) >= 10
+
+
+def test_without_tp_overlap_only_the_overlap_rows_change(checks):
+    off = pub.published_fp8_check(tp_overlap=False)
+    changed = 0
+    for on, o in zip(checks["compiled"], off):
+        assert o["tp_overlap_method"] == "none"
+        if on["tp_overlap_method"] != "none":
+            changed += 1
+            assert o["error"] < on["error"]          # the overlap hides TP traffic
+        else:
+            assert o["error"] == on["error"]
+    assert changed == 10
