@@ -642,6 +642,15 @@ def parse_nccl_choices(text, collective="all_reduce"):
 
 
 
+def _columns_table(text, need, problem):
+    """The rows of CSV ``text`` (dicts), or ValueError ``problem`` (it names the parameter)
+    with the required columns when any of ``need`` is missing."""
+    reader = csv.DictReader(io.StringIO(text))
+    if not set(need) <= set(reader.fieldnames or ()):
+        raise ValueError(f"{problem} (columns {sorted(need)})")
+    return list(reader)
+
+
 def gemm_power_trace(filename="power_run1.csv", run=OVERLAP_RUN):
     """Power draw and SM clock of back-to-back 8192^3 GEMMs on our H200, per precision.
 
@@ -676,12 +685,9 @@ def gemm_power_trace(filename="power_run1.csv", run=OVERLAP_RUN):
     """
     text = raw_capture(run, filename)
     by = {}
-    reader = csv.DictReader(io.StringIO(text))
-    need = {"dtype", "tflops_mean", "power_w", "sm_clock_mhz", "event_reasons"}
-    if not need <= set(reader.fieldnames or ()):
-        raise ValueError(f"filename: {filename!r} is not a power trace (columns "
-                         f"{sorted(need)})")
-    for r in reader:
+    for r in _columns_table(text, ("dtype", "tflops_mean", "power_w", "sm_clock_mhz",
+                                   "event_reasons"),
+                            f"filename: {filename!r} is not a power trace"):
         by.setdefault(r["dtype"], []).append(r)
     if set(by) != {"bf16", "fp8"}:
         raise ValueError(f"filename: {filename!r} is not a power trace of bf16 and fp8")
@@ -728,14 +734,10 @@ def kernel_profile(filename="kernels_gpt.csv", run=KERNELS_RUN):
     (True, True)
     """
     text = raw_capture(run, filename)
-    reader = csv.DictReader(io.StringIO(text))
-    need = {"recipe", "seq_len", "micro_batch", "step_ms_events", "kernel_class",
-            "kernel", "ms_per_step"}
-    if not need <= set(reader.fieldnames or ()):
-        raise ValueError(f"filename: {filename!r} is not a kernel profile (columns "
-                         f"{sorted(need)})")
     out = {}
-    for r in reader:
+    for r in _columns_table(text, ("recipe", "seq_len", "micro_batch", "step_ms_events",
+                                   "kernel_class", "kernel", "ms_per_step"),
+                            f"filename: {filename!r} is not a kernel profile"):
         key = (r["recipe"], int(r["seq_len"]), int(r["micro_batch"]))
         d = out.setdefault(key, {"step_ms": float(r["step_ms_events"]),
                                  "attention_ms": 0.0, "gemm_ms": 0.0, "other_ms": 0.0,
@@ -776,15 +778,11 @@ def attention_kernels(run=ATTENTION_RUN):
     >>> 300 < flash["fwd_bwd_tflops"] < 350, 0.5 < cudnn["fwd_bwd_s"] / flash["fwd_bwd_s"] < 0.7
     (True, True)
     """
-    text = raw_capture(run, "attention_long.csv")
-    reader = csv.DictReader(io.StringIO(text))
-    need = {"backend", "shape", "heads", "kv_heads", "kind", "q_len", "k_len", "fwd_ms",
-            "fwd_bwd_ms", "fwd_bwd_tflops"}
-    if not need <= set(reader.fieldnames or ()):
-        raise ValueError(f"run: {run!r} holds no attention kernel table (columns "
-                         f"{sorted(need)})")
     out = {}
-    for r in reader:
+    for r in _columns_table(raw_capture(run, "attention_long.csv"),
+                            ("backend", "shape", "heads", "kv_heads", "kind", "q_len",
+                             "k_len", "fwd_ms", "fwd_bwd_ms", "fwd_bwd_tflops"),
+                            f"run: {run!r} holds no attention kernel table"):
         out[(r["backend"], r["shape"], r["kind"], int(r["q_len"]))] = {
             "fwd_s": float(r["fwd_ms"]) / 1e3, "fwd_bwd_s": float(r["fwd_bwd_ms"]) / 1e3,
             "heads": int(r["heads"]), "kv_heads": int(r["kv_heads"]),
@@ -893,14 +891,11 @@ def _full_step_file(run, filename):
         text = raw_capture(run, filename)
     except ValueError as exc:        # name both parameters: either may be wrong
         raise ValueError(f"filenames/run: {exc}") from None
-    reader = csv.DictReader(io.StringIO(text))
-    need = {"model", "precision", "ac", "batch", "seq_len", "step_s", "tokens_per_s",
-            "status"}
-    if not need <= set(reader.fieldnames or ()):
-        raise ValueError(f"filenames: {filename!r} is not a whole-model step run "
-                         f"(columns {sorted(need)})")
+    rows = _columns_table(text, ("model", "precision", "ac", "batch", "seq_len",
+                                 "step_s", "tokens_per_s", "status"),
+                          f"filenames: {filename!r} is not a whole-model step run")
     out = []
-    for r in reader:
+    for r in rows:
         if r["status"] != "ok":
             continue
         out.append({"model": r["model"],
