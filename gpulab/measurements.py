@@ -39,7 +39,7 @@ __all__ = ["CopyRun", "copy_bandwidth", "CopyLatencyRun", "copy_latency_run",
            "collective_run", "pool_runs", "parse_nccl_choices", "OVERLAP_RUN",
            "gemm_power_trace", "KERNELS_RUN", "kernel_profile", "FULL_STEP_RUN",
            "full_step_runs", "FULL_STEP_FILES", "ATTENTION_RUN", "attention_kernels",
-           "attention_power_trace"]
+           "attention_power_trace", "POWER_RUN", "power_clock_sweep"]
 
 #: Our 1x H200 run of GEMMs beside copies and of back-to-back GEMMs under nvidia-smi.
 OVERLAP_RUN = "h200-x1-2026-12-02-overlap"
@@ -49,6 +49,8 @@ KERNELS_RUN = "h200-x1-2026-12-02-kernels"
 FULL_STEP_RUN = "h200-x1-2026-12-02-fullstep"
 #: Our attention kernels alone (flash and cuDNN, 2K-256K tokens) on 1x H200.
 ATTENTION_RUN = "h200-x1-2026-12-03-attention"
+#: Our sweep of tensor-core work on k of the H200's SMs under its power limit.
+POWER_RUN = "h200-x1-2026-12-03-power"
 
 
 @dataclass(frozen=True)
@@ -841,6 +843,38 @@ def attention_power_trace(run=ATTENTION_RUN, busy_w=600.0):
             "sm_clock_min_mhz": min(clocks),
             "sm_clock_median_mhz": float(np.median(clocks)),
             "sm_clock_max_mhz": max(clocks)}
+
+
+def power_clock_sweep(run=POWER_RUN):
+    """Board power and SM clock of tensor-core work on ``k`` of our H200's SMs
+    (``measure/power_clock.py``): a persistent Triton kernel keeps exactly ``k`` SMs busy
+    with BF16 or FP8 tile products for 3 s while NVML is read every 20 ms; medians over
+    the second half. Also cuBLAS 8192^3 products on every SM and the idle board.
+
+    Returns
+    -------
+    list of dict
+        One per row: ``kernel`` (``"idle"``, ``"triton-spin"``, ``"cublas-8192"``,
+        ``"triton-spin-repeat"``), ``dtype`` (``"bf16"``, ``"fp8"`` or ``""``), ``sms``,
+        ``power_w``, ``sm_mhz``, ``capped_share`` (share of samples with the software
+        power cap acting), ``tflops``, ``power_limit_w`` and ``max_sm_mhz``.
+
+    Examples
+    --------
+    >>> rows = power_clock_sweep()
+    >>> {r["power_limit_w"] for r in rows}
+    {700.0}
+    """
+    text = raw_capture(run, "power_clock.csv")
+    need = ("kernel", "dtype", "sms", "power_w", "sm_mhz", "capped_share", "tflops",
+            "power_limit_w", "max_sm_mhz")
+    out = []
+    for r in _columns_table(text, need, f"run: {run!r} holds no power/clock sweep"):
+        row = {"kernel": r["kernel"], "dtype": r["dtype"], "sms": int(r["sms"])}
+        for k in need[3:]:
+            row[k] = float(r[k])
+        out.append(row)
+    return out
 
 
 FULL_STEP_FILES = ("full_step.csv", "full_step_eager.csv", "full_step_b1.csv",

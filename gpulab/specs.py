@@ -166,6 +166,8 @@ class GPUSpec:
         NVLink generation and number of links.
     pcie_generation : int
         Host interface generation (x16).
+    power_limit : float or None
+        The board's power limit as shipped (its TDP); ``None`` where the table has none. [W]
     kind : str
         One of :data:`KINDS`; the weakest kind of the row's fields.
     """
@@ -184,6 +186,7 @@ class GPUSpec:
     source: str
     accessed: str
     kind: str
+    power_limit: float | None = None
 
     @property
     def nvlink(self) -> NVLinkGeneration:
@@ -365,7 +368,8 @@ def _gpu_table():
             nvlink_generation=int(r["nvlink_generation"]),
             nvlink_links=int(r["nvlink_links"]),
             pcie_generation=int(r["pcie_generation"]),
-            source=r["source"], accessed=r["accessed"], kind=r["kind"])
+            source=r["source"], accessed=r["accessed"], kind=r["kind"],
+            power_limit=_opt_float(r.get("power_limit_w")))
         if (g.name, g.variant) in out:
             raise ValueError(f"gpus.csv: {g.name} {g.variant!r} is listed twice")
         out[(g.name, g.variant)] = g

@@ -126,6 +126,10 @@ from .fp8 import (  # noqa: F401
     measured_fp8_speedups,
     recipe_runs,
 )
+from .power import (  # noqa: F401
+    POWER_PRECISIONS, clock_factor, ignoring_limits, power_clock_check, power_clock_curve,
+    power_clock_fit, sustained_clock,
+)
 from .step import (  # noqa: F401
     bubble_fraction,
     StepTime,
@@ -246,4 +250,11 @@ __all__ = [
     "published_fp8_rows",
     "published_fp8_check",
     "published_fp8_summary",
+    "POWER_PRECISIONS",
+    "clock_factor",
+    "ignoring_limits",
+    "power_clock_check",
+    "power_clock_curve",
+    "power_clock_fit",
+    "sustained_clock",
 ]

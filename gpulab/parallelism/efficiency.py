@@ -68,6 +68,7 @@ import numpy as np
 from .. import measurements, specs
 from .._validate import check_choice, check_int
 from .model import model as model_preset
+from .power import clock_factor
 
 #: Precisions of the layer-shard model.
 PRECISIONS = ("bf16", "fp8")
@@ -268,9 +269,10 @@ def shard_time(terms, gpu_spec, precision, coef=None, attention_scale=1.0):
     term (:func:`attention_backend_ratio` for another attention backend)."""
     c = coefficients(precision) if coef is None else coef
     peak = peak_flops(gpu_spec, precision)
-    compute = (terms["gemm_flops"] + c["gemm_half_dim"] * terms["gemm_thin"]) \
-        / (c["gemm_efficiency"] * peak) \
-        + attention_scale * terms["attention_flops"] / (c["attention_efficiency"] * peak)
+    compute = ((terms["gemm_flops"] + c["gemm_half_dim"] * terms["gemm_thin"])
+               / (c["gemm_efficiency"] * peak)
+               + attention_scale * terms["attention_flops"]
+               / (c["attention_efficiency"] * peak)) / clock_factor(gpu_spec, precision)
     memory = (c["full_width_s_per_element"] * terms["full_width_elements"]
               + c["shard_width_s_per_element"] * terms["shard_width_elements"]
               + c["weight_s_per_element"] * terms["weight_elements"]) \
@@ -338,7 +340,9 @@ def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None, host="ahead
 
     Other GPUs: as in :func:`shard_time`, the FLOP terms scale with the GPU's own dense
     peaks and the memory and cast terms with its HBM bandwidth; the scales and fixed
-    costs are carried over from the H200 runs unchanged -- an assumption. On B200 the
+    costs are carried over from the H200 runs unchanged -- an assumption. A GH100 board
+    held at a lower power limit than our H200's 700 W runs the FLOP terms at its
+    power-limited clock (:func:`gpulab.parallelism.power.clock_factor`). On B200 the
     FP8 peak of ``data/gpus.csv`` (NVIDIA DGX B200 datasheet) serves both per-tensor
     FP8 and MXFP8 (one E8M0 scale per 32 values, applied natively by Blackwell's
     Tensor Cores: Transformer Engine user guide, "MXFP8"); the same peak for both is
@@ -370,9 +374,11 @@ def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None, host="ahead
     cb, cp = coefficients("bf16"), coefficients(precision)
     scale = k["fp8_gemm_scale"] if precision == "fp8" else k["bf16_gemm_scale"]
     gemm = (terms["gemm_flops"] + cp["gemm_half_dim"] * terms["gemm_thin"]) \
-        / (cp["gemm_efficiency"] * scale * peak_flops(gpu_spec, precision))
+        / (cp["gemm_efficiency"] * scale * peak_flops(gpu_spec, precision)
+           * clock_factor(gpu_spec, precision))
     attn = a_scale * terms["attention_flops"] \
-        / (cb["attention_efficiency"] * peak_flops(gpu_spec, "bf16"))
+        / (cb["attention_efficiency"] * peak_flops(gpu_spec, "bf16")
+           * clock_factor(gpu_spec, "bf16"))
     bw = cb["hbm_bandwidth"] / gpu_spec.memory_bandwidth
     memory = k["memory_scale"] * bw * (
         cb["full_width_s_per_element"] * terms["full_width_elements"]
@@ -397,7 +403,8 @@ def gemm_efficiency(k, n, gpu_spec, precision):
     """
     peak_flops(gpu_spec, precision)
     c = coefficients(precision)
-    return c["gemm_efficiency"] / (1.0 + c["gemm_half_dim"] / min(k, n))
+    return c["gemm_efficiency"] / (1.0 + c["gemm_half_dim"] / min(k, n)) \
+        * clock_factor(gpu_spec, precision)
 
 
 def narayanan_shard_flops(hidden, tp, seq_len, micro_batch):
@@ -592,7 +599,8 @@ def spec_attention_time(m, tp, seq_len, micro_batch, gpu_spec, cp=1, attention="
     rank's share of the causal work (1/cp). [s]"""
     terms = _spec_terms(m, tp, seq_len, micro_batch, cp)
     return attention_backend_ratio(seq_len // cp, attention) * terms["attention_flops"] \
-        / (coefficients("bf16")["attention_efficiency"] * peak_flops(gpu_spec, "bf16"))
+        / (coefficients("bf16")["attention_efficiency"] * peak_flops(gpu_spec, "bf16")
+           * clock_factor(gpu_spec, "bf16"))
 
 
 def logits_efficiency(k, n, gpu_spec, precision, recipe="compiled"):

@@ -94,7 +94,8 @@ def fp8_speedup_curve(tp, micro_batch, *, seq_len=2048, gpu="H200", recipe="comp
     """:func:`fp8_speedup` against the hidden size per GPU, at one TP degree.
 
     For each width w of :data:`CURVE_WIDTHS` the layer has hidden ``w * tp`` (kept
-    where its heads divide by ``tp`` and it is at least 1024).
+    where its heads divide by ``tp`` and it is at least 1024 and at most 10^6, the
+    hidden sizes :func:`fp8_speedup` takes).
 
     Returns
     -------
@@ -108,7 +109,8 @@ def fp8_speedup_curve(tp, micro_batch, *, seq_len=2048, gpu="H200", recipe="comp
     """
     t = check_int("tp", tp, low=1, high=1024)
     check_int("micro_batch", micro_batch, low=1, high=10**5)
-    xs = [w for w in CURVE_WIDTHS if w * t >= 1024 and (w * t // 128) % t == 0]
+    xs = [w for w in CURVE_WIDTHS
+          if 1024 <= w * t <= 10**6 and (w * t // 128) % t == 0]
     return xs, [fp8_speedup(w * t, t, seq_len, micro_batch, gpu=gpu, recipe=recipe)
                 for w in xs]
 

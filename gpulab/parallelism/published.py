@@ -64,6 +64,7 @@ from .._validate import check_choice
 from .efficiency import RECIPES
 from .layout import Layout, cluster
 from .model import check_flag, model, model_names
+from .power import ignoring_limits
 from .step import step_time
 
 __all__ = ["PUBLISHED_FP8", "published_fp8_rows", "published_fp8_check",
@@ -358,11 +359,14 @@ def _check_row(r, recipe, tp_overlap=True):
 
 
 @functools.lru_cache(maxsize=8 * len(RECIPES))
-def _check(text, recipe, tp_overlap=True):
+def _check(text, recipe, tp_overlap=True, power_limits=True):
+    if not power_limits:
+        with ignoring_limits():
+            return tuple(_check_row(r, recipe, tp_overlap) for r in _rows(text))
     return tuple(_check_row(r, recipe, tp_overlap) for r in _rows(text))
 
 
-def published_fp8_check(recipe="compiled", *, tp_overlap=True):
+def published_fp8_check(recipe="compiled", *, tp_overlap=True, power_limits=True):
     """Each published row beside the step-time model's throughput for it.
 
     Parameters
@@ -375,6 +379,10 @@ def published_fp8_check(recipe="compiled", *, tp_overlap=True):
     tp_overlap : bool
         Run each row with the TP communication overlap its configuration sets (default);
         False runs every row without it, to show what the overlap is worth.
+    power_limits : bool
+        Run GH100 boards at their own power limit's clock (default;
+        :func:`gpulab.parallelism.power.clock_factor`); False runs every GPU at the
+        clock of our 700 W H200, the model before it knew power limits.
 
     Returns
     -------
@@ -413,7 +421,8 @@ def published_fp8_check(recipe="compiled", *, tp_overlap=True):
     """
     check_choice("recipe", recipe, RECIPES)
     out = []
-    for r in _check(_text(), recipe, check_flag("tp_overlap", tp_overlap)):
+    for r in _check(_text(), recipe, check_flag("tp_overlap", tp_overlap),
+                    check_flag("power_limits", power_limits)):
         d = dict(r)
         d["notes"] = list(r["notes"])
         out.append(d)

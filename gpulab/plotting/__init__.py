@@ -83,6 +83,7 @@ from .parallelism import (  # noqa: F401
     plot_speedup_slowdown,
     plot_fp8_speedup,
     plot_roi,
+    plot_power_clock,
 )
 from .network import (  # noqa: F401
     NETWORK_ALGO_COLORS,
@@ -148,6 +149,7 @@ __all__ = [
     "plot_speedup_slowdown",
     "plot_fp8_speedup",
     "plot_roi",
+    "plot_power_clock",
     "NETWORK_ALGO_COLORS",
     "plot_scale_out",
     "plot_busbw_vs_nodes",

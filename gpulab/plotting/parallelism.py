@@ -819,3 +819,58 @@ def plot_roi(roi, *, labels=("NVLink", "PCIe"), currency="USD", ax=None):
     ax.set_xlabel(f"Project cost [{unit} {currency}]")
     ax.set_xlim(0, float(width.max()) * 1.7)
     return ax
+
+
+def plot_power_clock(fit, *, limits=(), ax=None):
+    """SM clock and board power against the number of busy SMs, each as a fraction of its
+    ceiling (the top clock, the board's limit): the sweep's points (``fit`` from
+    :func:`gpulab.parallelism.power_clock_fit`) and the fitted model.
+
+    Parameters
+    ----------
+    fit : dict
+        :func:`gpulab.parallelism.power_clock_fit`'s result.
+    limits : sequence of (label, watts), optional
+        Other board limits whose modelled clock curve is drawn dashed.
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    need = {"free", "fit", "held_out", "limit_w", "top_mhz"}
+    if not isinstance(fit, dict) or not need <= set(fit):
+        raise ValueError(f"fit must be power_clock_fit()'s dict (keys {sorted(need)})")
+    limits = list(limits)
+    for item in limits:
+        ok = isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+        if not ok:
+            raise ValueError(f"limits must be (label, watts) tuples; got {item!r}"[:200])
+    ax = new_axes(ax)
+    top, lim = fit["top_mhz"], fit["limit_w"]
+    k = np.linspace(2, 132, 200)
+    pw, clk = par.power_clock_curve(k)
+    clock_col, power_col = COLORS["model"], COLORS["comm"]
+    ax.plot(k, clk / top, "-", color=clock_col, lw=1.8,
+            label=f"model: SM clock / {top:.0f} MHz")
+    ax.plot(k, pw / lim, "-", color=power_col, lw=1.4,
+            label=f"model: board power / {lim:.0f} W")
+    for lbl, w in limits:
+        ax.plot(k, par.power_clock_curve(k, w)[1] / top, "--", color=clock_col, lw=1.4,
+                label=f"model: SM clock at a {lbl} limit")
+    groups = (("free", True, "under the limit"), ("fit", True, "at the limit, fitted"),
+              ("held_out", False, "at the limit, held out"))
+    for key, filled, lbl in groups:
+        pts = np.asarray(fit[key], float).reshape(-1, 3)
+        kw = {} if filled else {"mfc": "white", "mew": 1.5}
+        mk = "o" if key == "free" else "s"
+        ax.plot(pts[:, 0], pts[:, 2] / top, mk, color=clock_col, mec=clock_col, ms=6,
+                ls="none", label=f"measured, {lbl}", **kw)
+        ax.plot(pts[:, 0], pts[:, 1] / lim, mk, color=power_col, mec=power_col, ms=5,
+                ls="none", **kw)
+    ax.set_xlabel("Busy SMs, BF16 tensor-core tiles [SMs]")
+    ax.set_ylabel("Share of top clock or of limit [ratio]")
+    ax.set_xlim(0, 136)
+    ax.set_ylim(0, 1.45)
+    ax.legend(loc="upper left", fontsize=7.5, ncol=2)
+    return ax

@@ -42,6 +42,8 @@ CASES = [
          {"filename": _NAME_BAD + ["README.md", "command.sh"], "run": _NAME_BAD}),
     Case(measurements.attention_kernels, {"run": measurements.ATTENTION_RUN},
          {"run": _NAME_BAD + [measurements.KERNELS_RUN]}),
+    Case(measurements.power_clock_sweep, {"run": measurements.POWER_RUN},
+         {"run": _NAME_BAD + [measurements.KERNELS_RUN, measurements.ATTENTION_RUN]}),
     Case(measurements.attention_power_trace,
          {"run": measurements.ATTENTION_RUN, "busy_w": 600.0},
          {"run": _NAME_BAD + [measurements.KERNELS_RUN],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bad_values import CHOICE, INT, Case
 
-from gpulab import parallelism as par
+from gpulab import parallelism as par, specs
 
 MODULES = ()
 
@@ -56,9 +56,24 @@ CASES += [
     Case(par.recipe_runs, {"recipe": "fp8-tensorwise", "kind": "llama"},
          {"recipe": ["fp8", "", 3, True, ["x"], "bf16"],
           "kind": ["no-such-thing", "", 3, True, ["x"], "Llama", "moe"]}),
-    Case(par.published_fp8_check, {"recipe": "eager", "tp_overlap": False},
-         {"recipe": CHOICE("te", "Compiled"), "tp_overlap": [None, 1, "yes", [True]]}),
+    Case(par.published_fp8_check,
+         {"recipe": "eager", "tp_overlap": False, "power_limits": False},
+         {"recipe": CHOICE("te", "Compiled"), "tp_overlap": [None, 1, "yes", [True]],
+          "power_limits": [None, 0, "no", [False]]}),
     Case(par.published_fp8_summary, {"recipe": "compiled"},
          {"recipe": CHOICE("te", "Compiled")}),
 ]
 NO_ARGS = {par.measured_fp8_speedups, par.published_fp8_rows}
+
+_H100 = specs.gpu("H100", "SXM5 96GB HBM2e")
+_SPEC_BAD = [None, "H100", 3, True, {"name": "H100"}]
+CASES += [
+    Case(par.sustained_clock, {"gpu_spec": _H100, "precision": "fp8"},
+         {"gpu_spec": _SPEC_BAD, "precision": CHOICE("FP8", "int8")}),
+    Case(par.clock_factor, {"gpu_spec": _H100, "precision": "bf16"},
+         {"gpu_spec": _SPEC_BAD, "precision": CHOICE("BF16", "fp4")}),
+    Case(par.power_clock_curve, {"sms": [8, 66, 132], "limit_w": 500.0},
+         {"sms": [0, -1, 133, 1e9, float("nan"), [], [8, 200], "8", None],
+          "limit_w": [0, 100.0, -500.0, float("nan"), float("inf"), "500", True, [500.0]]}),
+]
+NO_ARGS |= {par.power_clock_fit, par.power_clock_check, par.ignoring_limits}

@@ -1197,6 +1197,13 @@ def _tp_fp8():
     return fig
 
 
+@book("tensor_parallel:fig-tp-power", "plot_power_clock")
+def _tp_power():
+    fig, ax = plt.subplots(figsize=(7.0, 3.8))
+    P.plot_power_clock(par.power_clock_fit(), limits=[("500 W", 500.0)], ax=ax)
+    return fig
+
+
 @book("nvlink_roi:fig-roi-speedup", "plot_speedup_slowdown")
 def _roi_speedup():
     return P.plot_speedup_slowdown([("article", 1 / 3.2, 1 / 2.1)]).figure

@@ -110,6 +110,8 @@ CALLS.update({                                      # Chapter 9
     "plot_fp8_speedup": lambda: {
         "curves": [("model", [512, 1024, 4096], [0.6, 0.9, 1.4])],
         "points": [("measured", [512, 4096], [0.7, 1.3], [False, True])]},
+    "plot_power_clock": lambda: {"fit": __import__("gpulab").parallelism.power_clock_fit(),
+                                 "limits": [("500 W", 500.0)]},
     "plot_roi": lambda: {"roi": __import__("gpulab").parallelism.nvlink_roi(
         1.0, 1.3, tokens_per_step=1e6, price_fast=3.0, price_slow=2.0,
         n_gpus=8, project_tokens=1e11)},
