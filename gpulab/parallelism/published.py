@@ -29,8 +29,11 @@ How a row becomes a call (the choices are ours, stated in each result):
   ``hgx-h200``, B200: ``hgx-b200``), scaled to ``GPUs / 8`` nodes by :func:`cluster`;
   a machine other than the preset is modelled as the preset, and ``notes`` says so; the
   H100 96 GB HBM2e of the torchtitan tables runs as its own variant of ``data/gpus.csv``
-  (2.4 TB/s, the bandwidth its source states; the SXM5 peaks as an upper bound, its power
-  limit of 500 W not modelled);
+  (2.4 TB/s, the bandwidth its source states; the SXM5 peaks as an upper bound), its
+  compute at the clock of its 500 W limit (:func:`gpulab.parallelism.power.clock_factor`;
+  ``power_limits=False`` runs every GPU at our 700 W H200's clock);
+* torchtitan's interleaved 1F1B without published split points runs two stages per GPU
+  (``virtual=2``), its default then (``pipelining_utils.py`` lines 24-27 at 9dec370);
 * ``precision`` from the row; ``recipe`` (``"compiled"``, torch.compile with torchao
   float8, or ``"eager"``, unfused casts) from the caller, for both precisions (compiled
   BF16 runs its kernels back to back and fuses its elementwise work); under
@@ -266,6 +269,13 @@ def _check_row(r, recipe, tp_overlap=True):
             notes.append(f"micro-batch = local batch / PP = {out['micro_batch']} "
                          "(torchtitan's default of one micro-batch per stage: "
                          "pipelining_utils.py lines 79-81 at 9dec370)")
+        if titan and pp > 1 and r["vp"] is None \
+                and "'interleaved 1f1b'" in (r["notes"] or "").lower():
+            vp = 2
+            out["layout"] = _layout_text(tp, pp, cp, dp, vp, fsdp)
+            notes.append("interleaved 1F1B with two stages per rank (torchtitan's default "
+                         "when no split points are given: pipelining_utils.py lines 24-27 "
+                         "at 9dec370)")
         split = "even"
         spec = model(r["model"])
         if spec.layers % (pp * vp):
@@ -282,8 +292,11 @@ def _check_row(r, recipe, tp_overlap=True):
                          f"with the {g.name} {g.variant} "
                          f"({g.memory_bytes / 1e9:.0f} GB, "
                          f"{g.memory_bandwidth / 1e12:.2f} TB/s"
-                         + (", its Tensor Core peaks an upper bound; power limit not "
-                            "modelled)" if g.kind == "assumed" else ")"))
+                         + (", its Tensor Core peaks an upper bound, computing at "
+                            f"the clock of its {g.power_limit:.0f} W limit)"
+                            if g.kind == "assumed" and g.power_limit else
+                            ", its Tensor Core peaks an upper bound)"
+                            if g.kind == "assumed" else ")"))
         if r["seq_len"] is None:
             out["seq_len"] = model(r["model"]).seq_len
             notes.append(f"sequence length not published: the preset's default "

@@ -332,3 +332,17 @@ def test_without_tp_overlap_only_the_overlap_rows_change(checks):
         else:
             assert o["error"] == on["error"]
     assert changed == 10
+
+
+def test_torchtitan_interleaved_rows_run_two_stages_per_gpu():
+    """torchtitan 9dec370 gives a multi-stage schedule two stages per rank when no split
+    points are set (pipelining_utils.py lines 24-27)."""
+    rows = [r for r in par.published_fp8_check()
+            if r["source_id"].startswith("torchtitan") and "PP8" in r["layout"]]
+    inter = [r for r in rows if any("two stages per rank" in n for n in r["notes"])]
+    assert len(inter) == 1 and " v2 " in inter[0]["layout"]
+    assert all(" v" not in r["layout"] for r in rows if r not in inter)
+    # the interleaved schedule is the faster of the two published ones, and so is the model
+    one = next(r for r in rows if r["seq_len"] == 8192 and r not in inter
+               and r["model"] == inter[0]["model"])
+    assert inter[0]["model_tokens_per_s_per_gpu"] > one["model_tokens_per_s_per_gpu"]
