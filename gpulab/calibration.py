@@ -174,7 +174,8 @@ def public_singlenode_errors():
     -------
     list of dict
         One per (source, system, GPUs, GPUs per process, band): ``points``,
-        ``median_error``, ``worst_error``, ``within`` (median within the band's
+        ``nccl_version`` (as the source prints it, comma-separated; empty where it
+        prints none), ``median_error``, ``worst_error``, ``within`` (median within the band's
         target), ``points_within`` (share within
         :data:`gpulab.network.POINT_TARGET`) and ``anomalies`` (points left out as
         hiccups of their run: slower than :data:`gpulab.network.ANOMALY_FACTOR` times
@@ -208,13 +209,17 @@ def public_singlenode_errors():
                 err = row["time_us"] * 1e-6 / t - 1        # busbw ratio, same sizes
             key = (row["url"], row["system"], row["gpus"], row["gpus_per_process"],
                    name)
-            groups.setdefault(key, (target, []))[1].append(err)
+            grp = groups.setdefault(key, (target, [], set()))
+            grp[1].append(err)
+            if row["nccl_version"]:
+                grp[2].add(row["nccl_version"])
     out = []
-    for (url, system, gpus, g, band), (target, errs) in groups.items():
+    for (url, system, gpus, g, band), (target, errs, vers) in groups.items():
         e = np.asarray(errs)
         med = float(np.median(e))
         out.append({"url": url, "system": system, "gpus": gpus, "gpus_per_process": g,
                     "band": band, "points": int(e.size), "median_error": med,
+                    "nccl_version": ", ".join(sorted(vers)),
                     "worst_error": float(e[np.argmax(np.abs(e))]),
                     "within": abs(med) <= target,
                     "points_within": float(np.mean(np.abs(e) <= network.POINT_TARGET)),

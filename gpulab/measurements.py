@@ -39,7 +39,8 @@ __all__ = ["CopyRun", "copy_bandwidth", "CopyLatencyRun", "copy_latency_run",
            "collective_run", "pool_runs", "parse_nccl_choices", "OVERLAP_RUN",
            "gemm_power_trace", "KERNELS_RUN", "kernel_profile", "FULL_STEP_RUN",
            "full_step_runs", "FULL_STEP_FILES", "ATTENTION_RUN", "attention_kernels",
-           "attention_power_trace", "POWER_RUN", "power_clock_sweep"]
+           "attention_power_trace", "POWER_RUN", "power_clock_sweep", "RECOMPUTE_RUN",
+           "RECOMPUTE_FILES"]
 
 #: Our 1x H200 run of GEMMs beside copies and of back-to-back GEMMs under nvidia-smi.
 OVERLAP_RUN = "h200-x1-2026-12-02-overlap"
@@ -51,6 +52,11 @@ FULL_STEP_RUN = "h200-x1-2026-12-02-fullstep"
 ATTENTION_RUN = "h200-x1-2026-12-03-attention"
 #: Our sweep of tensor-core work on k of the H200's SMs under its power limit.
 POWER_RUN = "h200-x1-2026-12-03-power"
+#: Our whole-model runs with and without activation checkpointing (what recomputation costs).
+RECOMPUTE_RUN = "h200-x1-2026-12-03-recompute"
+#: Its files: Llama 3 8B at one sequence of 8192 and of 4096 tokens (none / per-op / full;
+#: none / full), and the Llama 3 70B shape with 8 blocks, full checkpointing.
+RECOMPUTE_FILES = ("recompute_8b_s8192.csv", "recompute_8b_s4096.csv", "recompute_70b8.csv")
 
 
 @dataclass(frozen=True)

@@ -75,9 +75,14 @@ def check_heads(hidden, heads, kv_heads, ffn_hidden, tp):
     another (KV heads are split, or replicated when ``tp > kv_heads``)."""
     h = check_int("hidden", hidden, low=1, high=10**6)
     a = check_int("heads", heads, low=1, high=4096)
-    kv = check_int("kv_heads", kv_heads, low=1, high=a)
+    kv = check_int("kv_heads", kv_heads, low=1, high=4096)
     f = check_int("ffn_hidden", ffn_hidden, low=1, high=10**7)
-    t = check_int("tp", tp, low=1, high=a)
+    t = check_int("tp", tp, low=1, high=4096)
+    # relations name both parameters (either may be the one that is off)
+    if kv > a:
+        raise ValueError(f"kv_heads ({kv}) must not exceed heads ({a})")
+    if t > a:
+        raise ValueError(f"tp ({t}) must not exceed heads ({a})")
     if a % kv:
         raise ValueError(f"kv_heads must divide heads ({a}); got {kv}")
     if a % t:

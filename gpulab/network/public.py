@@ -196,6 +196,8 @@ def public_errors():
         One row per (source, system, nodes, band): ``points``, ``metric``
         (``"time"`` below 64 KiB, ``"busbw"`` above), ``median_error`` and
         ``worst_error`` (model / published - 1, signed; worst = largest magnitude),
+        ``nccl_version`` (the NCCL version(s) the source prints, comma-separated; empty
+        where it prints none),
         ``target`` (the band's median target, 0.20), ``within`` (median within the
         target), ``points_within`` (the share of points within
         :data:`POINT_TARGET`) and ``estimate_median_error``: the same median for
@@ -227,15 +229,18 @@ def public_errors():
             if err is None:
                 continue
             key = (row["url"], row["system"], row["nodes"], name)
-            g = groups.setdefault(key, (metric, target, [], []))
+            g = groups.setdefault(key, (metric, target, [], [], set()))
             g[2].append(err)
             g[3].append(_error(row, metric, est, n))
+            if row.get("nccl_version"):
+                g[4].add(row["nccl_version"])
     out = []
-    for (url, system, nodes, band), (metric, target, errs, est) in groups.items():
+    for (url, system, nodes, band), (metric, target, errs, est, vers) in groups.items():
         e = np.asarray(errs)
         worst = float(e[np.argmax(np.abs(e))])
         out.append({"url": url, "system": system, "nodes": nodes, "band": band,
                     "points": int(e.size), "metric": metric,
+                    "nccl_version": ", ".join(sorted(vers)),
                     "median_error": float(np.median(e)), "worst_error": worst,
                     "target": target,
                     "within": abs(float(np.median(e))) <= target,

@@ -72,7 +72,9 @@ from .model import (  # noqa: F401
     layer_flops,
     per_op_recomputed_matrices,
 )
-from .checks import WHOLE_MODEL_SYSTEM, whole_model_check  # noqa: F401
+from .checks import (  # noqa: F401
+    WHOLE_MODEL_SYSTEM, recompute_scale_fit, whole_model_check,
+)
 from .overlap import (  # noqa: F401
     TP_OVERLAP_METHODS,
     TP_OVERLAP_SITES,
@@ -131,7 +133,9 @@ from .power import (  # noqa: F401
     power_clock_fit, sustained_clock,
 )
 from .step import (  # noqa: F401
+    RECOMPUTE_COSTS,
     bubble_fraction,
+    compiled_recompute_scale,
     StepTime,
     step_time,
 )
@@ -227,6 +231,9 @@ __all__ = [
     "bubble_fraction",
     "StepTime",
     "step_time",
+    "RECOMPUTE_COSTS",
+    "compiled_recompute_scale",
+    "recompute_scale_fit",
     "LayoutResult",
     "Ranking",
     "rank_layouts",

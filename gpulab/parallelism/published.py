@@ -68,7 +68,7 @@ from .efficiency import RECIPES
 from .layout import Layout, cluster
 from .model import check_flag, model, model_names
 from .power import ignoring_limits
-from .step import step_time
+from .step import RECOMPUTE_COSTS, step_time
 
 __all__ = ["PUBLISHED_FP8", "published_fp8_rows", "published_fp8_check",
            "published_fp8_summary"]
@@ -227,7 +227,7 @@ def _overlap_method(text):
     return dict(pair.split("=", 1) for pair in text.split(";"))
 
 
-def _check_row(r, recipe, tp_overlap=True):
+def _check_row(r, recipe, tp_overlap=True, recompute_cost="flops"):
     tp, pp = r["tp"] or 1, r["pp"] or 1
     cp, vp = r["cp"] or 1, r["vp"] or 1
     fsdp = bool(r["fsdp"])
@@ -339,6 +339,11 @@ def _check_row(r, recipe, tp_overlap=True):
                   tp_overlap_method=overlap if tp > 1 else "none")
         lay = Layout(tp, pp, dp, vp, cp)
         kw["pipeline_split"] = split
+        if recompute_cost == "compiled" and r["source_id"].startswith("torchtitan") \
+                and row_recipe != "eager" and recompute in ("per-op", "full"):
+            kw["recompute_cost"] = "compiled"
+            notes.append("recomputation at what it cost our torch.compile'd whole-model "
+                         "runs with PyTorch 2.11 (step_time's recompute_cost='compiled')")
         if r["source_id"].startswith("mbridge"):
             kw["grad_bytes"] = 2.0
             notes.append("BF16 gradients: Megatron-Bridge's performance configurations "
@@ -371,15 +376,17 @@ def _check_row(r, recipe, tp_overlap=True):
     return out
 
 
-@functools.lru_cache(maxsize=8 * len(RECIPES))
-def _check(text, recipe, tp_overlap=True, power_limits=True):
+@functools.lru_cache(maxsize=16 * len(RECIPES))
+def _check(text, recipe, tp_overlap=True, power_limits=True, recompute_cost="flops"):
     if not power_limits:
         with ignoring_limits():
-            return tuple(_check_row(r, recipe, tp_overlap) for r in _rows(text))
-    return tuple(_check_row(r, recipe, tp_overlap) for r in _rows(text))
+            return tuple(_check_row(r, recipe, tp_overlap, recompute_cost)
+                         for r in _rows(text))
+    return tuple(_check_row(r, recipe, tp_overlap, recompute_cost) for r in _rows(text))
 
 
-def published_fp8_check(recipe="compiled", *, tp_overlap=True, power_limits=True):
+def published_fp8_check(recipe="compiled", *, tp_overlap=True, power_limits=True,
+                        recompute_cost="flops"):
     """Each published row beside the step-time model's throughput for it.
 
     Parameters
@@ -396,6 +403,13 @@ def published_fp8_check(recipe="compiled", *, tp_overlap=True, power_limits=True
         Run GH100 boards at their own power limit's clock (default;
         :func:`gpulab.parallelism.power.clock_factor`); False runs every GPU at the
         clock of our 700 W H200, the model before it knew power limits.
+    recompute_cost : {"flops", "compiled"}
+        What recomputation costs on the torchtitan rows: its FLOP charge (default), or
+        what it cost our whole-model runs with torch.compile'd blocks
+        (:func:`step_time`'s ``recompute_cost="compiled"``). Those runs used PyTorch
+        2.11 and torchao 0.18; the torchtitan rows ran the PyTorch of December 2024 and
+        June 2025, whose compiler may recompute differently, so the default keeps the
+        FLOP charge and this switch shows the difference.
 
     Returns
     -------
@@ -434,8 +448,9 @@ def published_fp8_check(recipe="compiled", *, tp_overlap=True, power_limits=True
     """
     check_choice("recipe", recipe, RECIPES)
     out = []
+    check_choice("recompute_cost", recompute_cost, RECOMPUTE_COSTS)
     for r in _check(_text(), recipe, check_flag("tp_overlap", tp_overlap),
-                    check_flag("power_limits", power_limits)):
+                    check_flag("power_limits", power_limits), recompute_cost):
         d = dict(r)
         d["notes"] = list(r["notes"])
         out.append(d)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+from .. import specs
 from .._validate import as_number, check_choice, check_int, finite_answer
 from .comm import Communication, comm_parts, cp_exposed
 from .efficiency import (ATTENTION_BACKENDS, PRECISIONS, RECIPES, logits_efficiency,
@@ -155,7 +156,7 @@ def compute_efficiency(m, gpu_spec, tp, seq_len, micro_batch, precision, mfu,
 
 def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucket, res,
           nvls, gb, wb, precision="bf16", ep=1, recipe="compiled", tp_method="none",
-          split="even", attention="flash", fp8_inputs=False):
+          split="even", attention="flash", fp8_inputs=False, rc_scale=1.0):
     mb = gbatch // (lay.dp * b)
     n = lay.n_gpus
     tokens = float(gbatch) * s
@@ -163,6 +164,9 @@ def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucke
     eff, eff_logits = compute_efficiency(m, s_.gpu_spec, lay.tp, s, b, precision, mfu,
                                          recipe, lay.cp, attention)
     f_layers, f_logits = flops_parts(m, tokens, s, recompute)
+    if rc_scale != 1.0:                 # recomputation at its measured cost
+        f_plain = flops_parts(m, tokens, s, "none")[0]
+        f_layers = f_plain + rc_scale * (f_layers - f_plain)
     shards = lay.tp * lay.cp * lay.dp
     busy, last = stage_layers(m.layers, lay.pp, split)
     # the slowest stage sets the pace: the last one also computes the logits
@@ -228,6 +232,27 @@ def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucke
                     tuple(notes), eff, eff_logits, precision, ep, ep_t, cp_t)
 
 
+#: What recomputation costs (:func:`step_time`'s ``recompute_cost``).
+RECOMPUTE_COSTS = ("flops", "compiled")
+
+
+def compiled_recompute_scale(precision, recompute):
+    """Measured cost of recomputation under torch.compile'd blocks, as a fraction of its
+    FLOP charge (``data/parallelism_assumptions.yaml``, ``compiled_recompute_scale``:
+    the median over our 1x H200 Llama 3 8B runs at one 4096- or 8192-token sequence of
+    (step with checkpointing / step without - 1) over the step model's same ratio;
+    :func:`gpulab.parallelism.recompute_scale_fit` re-derives it). 1 for ``"none"`` and
+    ``"selective"``.
+
+    >>> compiled_recompute_scale("fp8", "per-op") < 0.2 < compiled_recompute_scale("bf16", "full") < 1
+    True
+    """
+    check_choice("precision", precision, ("bf16", "fp8"))
+    check_choice("recompute", recompute, RECOMPUTE)
+    table = specs.assumption("parallelism", "compiled_recompute_scale")
+    return float(table.get(precision, {}).get(recompute, 1.0))
+
+
 def step_options(system, *, mfu, precision, dp_overlap, tp_overlap, bucket_bytes,
                  reserve, nvls):
     """The step options shared by :func:`step_time` and the chooser, checked, with the
@@ -251,7 +276,7 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
               dp_overlap=None, tp_overlap=None, bucket_bytes=None, reserve=None,
               nvls=True, precision="bf16", ep=1, recipe="compiled",
               tp_overlap_method="none", pipeline_split="even", attention_backend="flash",
-              grad_bytes=None, fp8_saved_inputs=False):
+              grad_bytes=None, fp8_saved_inputs=False, recompute_cost="flops"):
     r"""Step time, throughput and memory of one layout.
 
     Parameters
@@ -330,6 +355,14 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
         our shard runs and torchtitan use) or ``"cudnn"`` (cuDNN's fused attention, which
         Transformer Engine prefers on Hopper and later): the shard's attention time times
         :func:`attention_backend_ratio`, measured on our H200.
+    recompute_cost : {"flops", "compiled"}
+        What recomputation costs: ``"flops"`` (default) charges the recomputed forward
+        work its FLOPs at the layer's efficiency, as a framework that re-runs the
+        forward pass does (Megatron, Transformer Engine); ``"compiled"`` scales that
+        charge by what it cost our whole-model runs with torch.compile'd blocks
+        (:func:`compiled_recompute_scale`, per precision and checkpointing policy:
+        torchtitan's per-op policy in FP8 recomputed almost nothing there, full
+        checkpointing cost 0.5-0.7 of its FLOPs).
 
     Returns
     -------
@@ -368,7 +401,9 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     compute efficiency per shard shape      data/layer_efficiency.yaml: fitted
     (:func:`layer_efficiency`; other GPUs   to our 1x H200 layer-shard runs
     transferred from H200: an assumption)   (eager PyTorch, 700 W power limit)
-    recomputed work at the same efficiency  course assumption
+    recomputed work at the same efficiency  course assumption; with
+    (``recompute_cost="compiled"``: scaled  recompute_cost="compiled" our
+    as measured)                            whole-model runs (1x H200)
     bubble (p-1)/(v m) of ideal time        Narayanan et al. 2021, sec. 2.2
     TP collectives on the critical path     Shoeybi et al. 2019, sec. 3
     PP sends not overlapped                 Megatron's 1F1B schedule
@@ -441,7 +476,10 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
                        low_inclusive=False)
     if check_flag("fp8_saved_inputs", fp8_saved_inputs) and precision != "fp8":
         raise ValueError(f"fp8_saved_inputs needs precision 'fp8'; got {precision!r}")
+    check_choice("recompute_cost", recompute_cost, RECOMPUTE_COSTS)
+    rc_scale = compiled_recompute_scale(precision, recompute) \
+        if recompute_cost == "compiled" else 1.0
     return step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, eta, dpo, tpo, bucket,
                  res, nv, gb, assumption("weight_bytes"), precision,
                  e, recipe, tp_overlap_method, pipeline_split, attention_backend,
-                 fp8_saved_inputs)
+                 fp8_saved_inputs, rc_scale)

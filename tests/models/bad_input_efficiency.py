@@ -57,9 +57,11 @@ CASES += [
          {"recipe": ["fp8", "", 3, True, ["x"], "bf16"],
           "kind": ["no-such-thing", "", 3, True, ["x"], "Llama", "moe"]}),
     Case(par.published_fp8_check,
-         {"recipe": "eager", "tp_overlap": False, "power_limits": False},
+         {"recipe": "eager", "tp_overlap": False, "power_limits": False,
+          "recompute_cost": "compiled"},
          {"recipe": CHOICE("te", "Compiled"), "tp_overlap": [None, 1, "yes", [True]],
-          "power_limits": [None, 0, "no", [False]]}),
+          "power_limits": [None, 0, "no", [False]],
+          "recompute_cost": CHOICE("Compiled", "measured")}),
     Case(par.published_fp8_summary, {"recipe": "compiled"},
          {"recipe": CHOICE("te", "Compiled")}),
 ]
@@ -76,4 +78,5 @@ CASES += [
          {"sms": [0, -1, 133, 1e9, float("nan"), [], [8, 200], "8", None],
           "limit_w": [0, 100.0, -500.0, float("nan"), float("inf"), "500", True, [500.0]]}),
 ]
-NO_ARGS |= {par.power_clock_fit, par.power_clock_check, par.ignoring_limits}
+NO_ARGS |= {par.power_clock_fit, par.power_clock_check, par.ignoring_limits,
+            par.recompute_scale_fit}

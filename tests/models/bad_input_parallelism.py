@@ -117,7 +117,10 @@ CASES = [
           "tp_overlap_method": CHOICE("Userbuffers", {"qkv_fprop": "ring_exchange"}),
           "pipeline_split": CHOICE("Even", "ragged"),
           "attention_backend": CHOICE("cuDNN", "sdpa"),
-          "grad_bytes": _OPT_POS + [17, [2.0]], "fp8_saved_inputs": _FLAG + [True]}),
+          "grad_bytes": _OPT_POS + [17, [2.0]], "fp8_saved_inputs": _FLAG + [True],
+          "recompute_cost": CHOICE("Compiled", "measured")}),
+    Case(par.compiled_recompute_scale, {"precision": "fp8", "recompute": "full"},
+         {"precision": CHOICE("FP8", "fp16"), "recompute": CHOICE("Full", "op")}),
     Case(par.attention_time_check, {"backend": "cudnn"},
          {"backend": CHOICE("CUDNN", "math")}),
     Case(par.attention_backend_ratio, {"seq_len": 8192, "backend": "cudnn"},
@@ -130,7 +133,8 @@ CASES = [
                                                          "pipeline_split",
                                                          "attention_backend",
                                                          "grad_bytes",
-                                                         "fp8_saved_inputs")
+                                                         "fp8_saved_inputs",
+                                                         "recompute_cost")
                  if k not in ("tp_overlap",)}),
     Case(par.per_op_recomputed_matrices, {"spec": "llama3-8b"}, {"spec": _SPEC_BAD}),
     Case(par.tp_overlap_sites, {"spec": "llama3-70b", "tp": 4, "method": "userbuffers"},

@@ -325,7 +325,7 @@ def test_eager_prefill_is_compute_bound_at_the_layer_efficiency():
 # --- bad input ---------------------------------------------------------------------------
 @pytest.mark.parametrize("kw, match", [
     (dict(tp=3), r"tp must divide heads \(64\)"),
-    (dict(tp=0), r"tp must be an integer in \[1, 64\]"),
+    (dict(tp=0), r"tp must be an integer in \[1, 4096\]"),
     (dict(batch=0), r"batch must be an integer in \[1, 1e\+06\]"),
     (dict(context=-1), r"context must be an integer in \[1, 1e\+08\]"),
     (dict(kv_heads=7), r"kv_heads must divide heads"),
