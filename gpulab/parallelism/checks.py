@@ -66,7 +66,7 @@ def recompute_scale_fit():
     """
     runs = _fit_runs()
     base = {(r["precision"], r["seq_len"]): r for r in runs if r["ac"] == "none"}
-    out = {}
+    out, plain = {}, {}
     for r in runs:
         if r["ac"] == "none" or (r["precision"], r["seq_len"]) not in base:
             continue
@@ -78,7 +78,10 @@ def recompute_scale_fit():
                              global_batch=1, micro_batch=1, seq_len=run["seq_len"],
                              recompute=policy, precision=run["precision"]).total
 
-        ratio = (r["step_s"] / r0["step_s"] - 1) / (model_s(rc) / model_s("none") - 1)
+        key = (r["precision"], r["seq_len"])
+        if key not in plain:
+            plain[key] = model_s("none")
+        ratio = (r["step_s"] / r0["step_s"] - 1) / (model_s(rc) / plain[key] - 1)
         out.setdefault(r["precision"], {}).setdefault(rc, []).append(
             (r["seq_len"], ratio))
     return {p: {rc: {"scale": statistics.median(x for _, x in v), "runs": sorted(v)}
@@ -115,15 +118,17 @@ def whole_model_check():
                                         measurements.RECOMPUTE_RUN)
     fitted = {(r["model"], r["precision"], r["ac"], r["batch"], r["seq_len"])
               for r in _fit_runs()}          # with the runs without checkpointing
-    for r in measurements.full_step_runs() + later:
+    runs = [(r, False) for r in measurements.full_step_runs()] + [(r, True) for r in later]
+    for r, recorded_later in runs:
         rc = _RECOMPUTE[r["ac"]]
         recipe = "compiled" if r["compiled"] else "eager"
         spec = _spec_of(r)
         kw = dict(global_batch=r["batch"], micro_batch=r["batch"], seq_len=r["seq_len"],
                   recompute=rc, precision=r["precision"], recipe=recipe)
-        st = step_time(spec, WHOLE_MODEL_SYSTEM, Layout(1, 1, 1),
-                       recompute_cost="compiled" if r["compiled"] else "flops", **kw)
         flops = step_time(spec, WHOLE_MODEL_SYSTEM, Layout(1, 1, 1), **kw)
+        st = step_time(spec, WHOLE_MODEL_SYSTEM, Layout(1, 1, 1),
+                       recompute_cost="compiled", **kw) \
+            if r["compiled"] and rc in ("per-op", "full") else flops
         key = (r["model"], r["precision"], r["ac"], r["batch"], r["seq_len"])
         out.append({"model": r["model"], "layers": spec.layers,
                     "precision": r["precision"], "recompute": rc, "recipe": recipe,
@@ -133,5 +138,5 @@ def whole_model_check():
                     "model_tokens_per_s": st.tokens_per_s,
                     "error": st.tokens_per_s / r["tokens_per_s"] - 1.0,
                     "flops_recompute_error": flops.tokens_per_s / r["tokens_per_s"] - 1.0,
-                    "fitted": r in later and key in fitted})
+                    "fitted": recorded_later and key in fitted})
     return out
