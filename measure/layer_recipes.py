@@ -83,6 +83,12 @@ HOLD_TP = [1, 2, 4, 8]
 HOLD_TOK = [(4096, 1), (2048, 3)]
 # held out: 16384 tokens per micro-batch, twice the largest of the fit grid (the token
 # count of a whole Llama 3 8B step of 2 x 8192 tokens)
+# held out: one sequence per micro-batch, shapes on both sides of Inductor's mix-order
+# reduction rule (rows >= max(4096, 2 h), rows x h >= 5 * 2**20, h <= 16384; rows = tokens)
+ONE_SEQUENCE = [(2048, 2, 8192, 1), (2048, 4, 16384, 1), (3072, 4, 8192, 1),
+                (4096, 1, 8192, 1), (4096, 2, 16384, 1), (4096, 4, 4096, 1),
+                (5120, 4, 8192, 1), (5120, 8, 16384, 1), (6144, 8, 16384, 1),
+                (8192, 8, 16384, 1)]
 TOKENS_16K = [(4096, 1, 8192, 2), (4096, 1, 2048, 8), (4096, 2, 8192, 2),
               (8192, 1, 8192, 2), (8192, 2, 8192, 2), (8192, 4, 4096, 4)]
 
@@ -105,10 +111,12 @@ def grid(name):
                 for s, b in HOLD_TOK if h // t < 1024]
     if name == "tokens16k":                   # held out: twice the fit grid's tokens
         return list(TOKENS_16K)
+    if name == "onesequence":                 # held out: mix-order reduction or not
+        return list(ONE_SEQUENCE)
     if name == "smoke":
         return [(2048, 8, 2048, 1), (4096, 1, 2048, 1)]
     raise SystemExit(f"--grid: unknown grid {name!r} (fit, holdout, check, small, "
-                     "tokens16k, smoke)")
+                     "tokens16k, onesequence, smoke)")
 
 
 def dims(kind, h):

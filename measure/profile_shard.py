@@ -39,9 +39,9 @@ def profile(kind, recipe, h, t, s, b, steps):
     from torchao.float8 import Float8LinearConfig, convert_to_float8_training
     torch.manual_seed(0)
     mod = LR.build(torch, kind, h, t, s, False).cuda().to(torch.bfloat16)
-    if recipe == "fp8-tensorwise":
+    if recipe.startswith("fp8-"):
         mod = convert_to_float8_training(mod, config=Float8LinearConfig.from_recipe_name(
-            "tensorwise"))
+            recipe[len("fp8-"):]))
     torch._dynamo.reset()
     fn = torch.compile(lambda m, x: m(x), dynamic=False)
     x = torch.randn(b, s, h, device="cuda", dtype=torch.bfloat16, requires_grad=True)
@@ -83,6 +83,8 @@ def main(argv=None):
     ap.add_argument("--shape", action="append", required=True,
                     help="h,t,s,b (repeatable)")
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--recipe", action="append", choices=("bf16-compiled", "fp8-tensorwise", "fp8-rowwise"),
+                    help="recipe to run (repeatable; default both)")
     ap.add_argument("--output", required=True)
     args = ap.parse_args(argv)
     with open(args.output, "w", newline="") as fh:
@@ -92,7 +94,7 @@ def main(argv=None):
                     "ms_per_step"])
         for shp in args.shape:
             h, t, s, b = (int(v) for v in shp.split(","))
-            for recipe in ("bf16-compiled", "fp8-tensorwise"):
+            for recipe in args.recipe or ("bf16-compiled", "fp8-tensorwise"):
                 wall, kern = profile(args.kind, recipe, h, t, s, b, args.steps)
                 tot = defaultdict(float)
                 for name, (ms, calls) in sorted(kern.items(), key=lambda kv: -kv[1][0]):

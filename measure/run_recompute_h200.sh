@@ -4,12 +4,7 @@
 # at 4096 tokens, and the Llama 3 70B shape (8 of its blocks) with full checkpointing, BF16
 # and FP8 (torchao tensorwise, compiled blocks). Rows to $OUT/recompute_*.csv.
 set -u
-OUT=${OUT:-./out}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-  .whl/torchao-*.whl && export PYTHONPATH=/tmp/site || exit 1
-nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv > "$OUT/versions.txt"
-python3 -c "import torch, torchao; print(torch.__version__, torchao.__version__)" >> "$OUT/versions.txt"
+source measure/torchao_env.sh
 python3 measure/full_step.py --precision bf16,fp8 --ac none,op,full --batch 1 --seq 8192 \
   --output "$OUT/recompute_8b_s8192.csv" 2> "$OUT/recompute.err"
 python3 measure/full_step.py --precision bf16,fp8 --ac none,full --batch 1 --seq 4096 \

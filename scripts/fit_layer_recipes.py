@@ -49,6 +49,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from fitting import levenberg_marquardt  # noqa: E402
 from gpulab import specs  # noqa: E402
+from gpulab.parallelism import mix_order_profiles  # noqa: E402
 from gpulab.parallelism.efficiency import (  # noqa: E402
     recipe_shard_time, shard_terms, shard_time)
 
@@ -62,6 +63,9 @@ DYNAMIC = ROOT / "gpulab" / "data" / "measurements/raw/h200-x1-2026-12-02-recipe
     / "layer_recipes.csv"
 TOKENS_16K = ROOT / "gpulab" / "data" / "measurements/raw/h200-x1-2026-12-02-recipes-16k" \
     / "layer_recipes_16k.csv"
+MIX_RUN = "measurements/raw/h200-x1-2026-12-03-mixorder"
+ONE_SEQUENCE = ROOT / "gpulab" / "data" / MIX_RUN / "layer_recipes_one_sequence.csv"
+ONE_SEQUENCE_RW = ROOT / "gpulab" / "data" / MIX_RUN / "layer_recipes_one_sequence_rowwise.csv"
 OUT = ROOT / "gpulab" / "data" / "layer_recipes.yaml"
 GPU = specs.gpu("H200")
 FIT_HIDDEN = {2048, 4096, 8192, 16384}
@@ -69,6 +73,7 @@ BF16 = ("bf16_gemm_scale", "memory_scale", "fixed_s")
 FP8 = ("fp8_gemm_scale", "fp8_weight_s_per_element", "fp8_activation_s_per_element",
        "fp8_fixed_s")
 HOST = ("host_bf16_s", "host_fp8_s", "host_exponent")
+MIX_NAME = "fp8_mix_order_s_per_element"
 MEANING = {
     "bf16_gemm_scale": "Speed-up of the BF16 GEMM term of the eager fit when the kernels "
     "run back to back under torch.compile [1]",
@@ -85,6 +90,10 @@ MEANING = {
     "bandwidth [s]",
     "fp8_fixed_s": "Extra fixed cost per shard forward + backward of the compiled FP8 "
     "recipe [s]",
+    MIX_NAME: "Extra time per element of the norm's rows x width when Inductor fuses the "
+    "norm's backward and the FP8 cast of its transposed output into one mix-order "
+    "persistent reduction (one sequence per micro-batch), at the reference HBM "
+    "bandwidth [s]",
     "host_bf16_s": "Host issue time of one compiled BF16 shard step (forward + backward) "
     "in our runs, the floor of a shard timed on its own [s]",
     "host_fp8_s": "Host issue time of one compiled FP8 (torchao tensorwise) shard step in "
@@ -118,6 +127,27 @@ def host_issue():
         for r in csv.DictReader(f):
             t[r["recipe"]].append(float(r["cpu_issue_ms"]) * 1e-3)
     return {k: round(statistics.median(v), 5) for k, v in sorted(t.items())}
+
+
+#: The one profiled shape where the mix-order kernel costs an order of magnitude more per
+#: element (RMSNorm at width 8192): measured and reported, left out of the mean.
+MIX_EXCEPTION = ("llama", 8192)
+
+
+def mix_order_pairs():
+    """{(kind, h, tp, s, b): extra kernel time per element of tokens x hidden [s]}: the
+    profiled kernel time of class other with Inductor's mix-order fusion on (default)
+    minus the same shard with it off (TORCHINDUCTOR_MIX_ORDER_REDUCTION=0),
+    :func:`gpulab.parallelism.mix_order_profiles`."""
+    return {(r["kind"], r["hidden"], r["tp"], r["seq_len"], r["micro_batch"]):
+            r["extra_s_per_element"] for r in mix_order_profiles()
+            if r["extra_s_per_element"] is not None}
+
+
+def mix_order_cost():
+    """The mean of :func:`mix_order_pairs` less :data:`MIX_EXCEPTION`, and those pairs."""
+    per = {k: v for k, v in mix_order_pairs().items() if k[:2] != MIX_EXCEPTION}
+    return float(f"{statistics.mean(per.values()):.4g}"), per
 
 
 def held_out(k):
@@ -171,14 +201,15 @@ def by_band(errs):
 def document():
     t = measured()
     synced = measured("fwd_bwd_ms")
+    mix, mix_pairs = mix_order_cost()
     bf = [k for k in t if k[1] == "bf16-compiled"]
     f8 = [k for k in t if k[1] == "fp8-tensorwise"]
     c = fit(t, sorted(k for k in bf if not held_out(k)), BF16,
             ([1.0, 1.0, 1e-4], [1.2, 0.5, 1e-5], [0.9, 0.3, 3e-4]))
     fit8 = sorted(k for k in f8 if not held_out(k))
     c = fit(t, fit8, FP8, ([1.0, 1e-12, 1e-12, 1e-4], [1.3, 1e-11, 1e-13, 1e-5],
-                           [0.8, 1e-13, 1e-11, 3e-4]), fixed=c)
-    bf16_only = {n: c[n] for n in BF16}
+                           [0.8, 1e-13, 1e-11, 3e-4]), fixed=dict(c, **{MIX_NAME: mix}))
+    bf16_only = {n: c[n] for n in BF16 + (MIX_NAME,)}
     rw = [k for k in t if k[1] == "fp8-rowwise"]
     fit_rw = sorted(k for k in rw if not held_out(k))
     crw = fit(t, fit_rw, FP8, ([1.0, 1e-12, 1e-12, 1e-4], [1.3, 1e-11, 1e-13, 1e-5],
@@ -197,6 +228,20 @@ def document():
     doc = {"compiled": {n: {"value": c[n], "kind": "derived", "meaning": MEANING[n],
                             "source": src, "accessed": "2026-12-02"}
                         for n in BF16 + FP8 + HOST}}
+    doc["compiled"][MIX_NAME] = {
+        "value": mix, "kind": "measured", "meaning": MEANING[MIX_NAME],
+        "source": "Measured (not fitted) by scripts/fit_layer_recipes.py from the kernel "
+                  f"profiles in gpulab/data/{MIX_RUN} (measure/profile_shard.py; 1x H200 "
+                  "SXM, driver 580.159.04, PyTorch 2.11.0+cu130, torchao 0.18.0 "
+                  "tensorwise, static-shape torch.compile, 2026-12-03): kernel time of "
+                  "class other per step with Inductor's mix-order reduction on minus off "
+                  "(TORCHINDUCTOR_MIX_ORDER_REDUCTION=0), over tokens x hidden, the mean of "
+                  + ", ".join(f"{k[0]} {k[1]}/TP{k[2]} {k[3]}x{k[4]}: {v:.3g}"
+                              for k, v in sorted(mix_pairs.items()))
+                  + " s per element (left out: RMSNorm at width 8192, llama 8192/TP8 "
+                  "16384x1, an order of magnitude more per element; see checks/"
+                  "mix_order_s_per_element_measured)",
+        "accessed": "2026-12-03"}
     src_rw = (f"Derived: fitted by scripts/fit_layer_recipes.py to the queued times of the "
               f"{len(fit_rw)} fp8-rowwise Llama rows of the fit grid in gpulab/data/{RUN}/"
               f"layer_recipes_static.csv and gpulab/data/measurements/raw/"
@@ -213,6 +258,9 @@ def document():
     tw_on_rw = errors(t, rw, lambda k: model(k, c, recipe="compiled"))
     dyn = measured("fwd_bwd_ms", DYNAMIC)
     t16 = measured(path=TOKENS_16K)          # held out: never in a fit
+    one = measured(path=ONE_SEQUENCE)        # held out: never in a fit
+    one_rw = measured(path=ONE_SEQUENCE_RW)  # held out: never in a fit
+    no_mix = dict(c, **{MIX_NAME: 0.0})
     dyn8 = [k for k in dyn if k[1] == "fp8-tensorwise"]
     fits = {k for k in t if not held_out(k)}
     rows = lambda rec, fitted: {k: v for k, v in new.items()           # noqa: E731
@@ -239,6 +287,16 @@ def document():
             rec: by_band(errors(t16, [k for k in t16 if k[1] == rec],
                                 lambda k: model(k, c)))
             for rec in ("bf16-compiled", "fp8-tensorwise")},
+        "mix_order_s_per_element_measured": {
+            f"{k[0]} {k[1]}/TP{k[2]} {k[3]}x{k[4]}": float(f"{v:.4g}")
+            for k, v in sorted(mix_order_pairs().items())},
+        "one_sequence_held_out": by_band(errors(one, list(one), lambda k: model(k, c))),
+        "one_sequence_rowwise_held_out": by_band(errors(
+            one_rw, list(one_rw), lambda k: model(k, c_rw))),
+        "one_sequence_held_out_without_mix_order_term": by_band(errors(
+            one, list(one), lambda k: model(k, no_mix))),
+        "fp8_compiled_held_out_without_mix_order_term": by_band(errors(
+            t, [k for k in f8 if held_out(k)], lambda k: model(k, no_mix))),
         "bf16_eager_model_on_bf16_eager": summary(errors(
             t, [k for k in t if k[1] == "bf16-eager"],
             lambda k: shard_time(terms(k), GPU, "bf16"))),

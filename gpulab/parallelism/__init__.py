@@ -113,19 +113,25 @@ from .comm import (  # noqa: F401
 )
 from .efficiency import (  # noqa: F401
     ATTENTION_BACKENDS,
+    MIX_ORDER_MAX_WIDTH,
+    MIX_ORDER_MIN_ELEMENTS,
+    MIX_ORDER_MIN_ROWS,
     PRECISIONS,
     RECIPES,
     attention_backend_check,
     attention_backend_ratio,
     attention_time_check,
     layer_efficiency,
+    mix_order_fused,
     stage_compute_time,
 )
 from .fp8 import (  # noqa: F401
+    ONE_SEQUENCE_RUNS,
     RECIPE_RUNS,
     fp8_speedup,
     fp8_speedup_curve,
     measured_fp8_speedups,
+    mix_order_profiles,
     recipe_runs,
 )
 from .power import (  # noqa: F401
@@ -222,11 +228,17 @@ __all__ = [
     "PRECISIONS",
     "RECIPES",
     "layer_efficiency",
+    "mix_order_fused",
+    "MIX_ORDER_MIN_ROWS",
+    "MIX_ORDER_MIN_ELEMENTS",
+    "MIX_ORDER_MAX_WIDTH",
     "stage_compute_time",
     "RECIPE_RUNS",
+    "ONE_SEQUENCE_RUNS",
     "fp8_speedup",
     "fp8_speedup_curve",
     "measured_fp8_speedups",
+    "mix_order_profiles",
     "recipe_runs",
     "bubble_fraction",
     "StepTime",

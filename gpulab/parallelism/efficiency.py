@@ -230,6 +230,7 @@ def shard_terms(hidden, tp, seq_len, micro_batch, *, qkv_out=None, ffn_hidden=No
     thin = sum(6.0 * tokens * k * n / min(k, n) for k, n in dims)
     return {"gemm_flops": gemm, "gemm_thin": thin,
             "cast_elements": tokens * sum(k + n for k, n in dims),
+            "norm_rows": tokens, "norm_width": h, "sequences": float(micro_batch),
             "attention_flops": 12.0 * tokens * keys * h / t, "q_len": float(seq_len),
             "full_width_elements": tokens * h, "shard_width_elements": tokens * h / t,
             "weight_elements": sum(k * n for k, n in dims)}
@@ -284,10 +285,59 @@ def shard_time(terms, gpu_spec, precision, coef=None, attention_scale=1.0):
 #: Names of the compiled-recipe constants in ``data/layer_recipes.yaml`` ("compiled/<name>").
 RECIPE_CONSTANTS = ("bf16_gemm_scale", "memory_scale", "fixed_s", "fp8_gemm_scale",
                     "fp8_weight_s_per_element", "fp8_activation_s_per_element",
-                    "fp8_fixed_s", "host_bf16_s", "host_fp8_s", "host_exponent")
+                    "fp8_fixed_s", "fp8_mix_order_s_per_element", "host_bf16_s",
+                    "host_fp8_s", "host_exponent")
 #: The FP8 constants fitted again for rowwise scaling ("compiled-rowwise/<name>").
 ROWWISE_CONSTANTS = ("fp8_gemm_scale", "fp8_weight_s_per_element",
                      "fp8_activation_s_per_element", "fp8_fixed_s")
+#: Inductor's mix-order reduction rule (PyTorch 2.11.0, ``torch/_inductor/scheduler.py``,
+#: ``MixOrderReduction.can_fuse``, lines 268-370): a row reduction and a column reduction
+#: of the same rows x width tensor are fused into one persistent kernel when rows x width
+#: >= 5 * 2**20 (line 326), rows >= 2 width (line 332), rows >= 4096 (line 338) and
+#: width <= 16384 (line 356); on by default (``config.py`` line 1781).
+MIX_ORDER_MIN_ELEMENTS = 5 * 2 ** 20
+MIX_ORDER_MIN_ROWS = 4096
+MIX_ORDER_MAX_WIDTH = 16384
+
+
+def mix_order_fused(rows, width, sequences=1):
+    """Whether compiled FP8 fuses a norm's backward with the FP8 cast of its output.
+
+    Inductor's mix-order reduction (PyTorch 2.11) fuses the row reduction and the column
+    reduction of one ``rows x width`` tensor -- here the norm's backward and the
+    transposed FP8 copy of its output -- into one persistent kernel when ``rows x width
+    >= 5 * 2**20``, ``rows >= 2 width``, ``rows >= 4096`` and ``width <= 16384``
+    (:data:`MIX_ORDER_MIN_ELEMENTS` and the rest). In our runs it did so only with one
+    sequence per micro-batch; with 2 or 4 it kept the two apart.
+
+    Parameters
+    ----------
+    rows : int
+        Tokens that enter the norm on this GPU (sequence x micro-batch, over CP).
+    width : int
+        The norm's width (the hidden size; the full width without sequence parallelism).
+    sequences : int
+        Sequences per micro-batch.
+
+    Examples
+    --------
+    >>> mix_order_fused(8192, 4096), mix_order_fused(4096, 4096), mix_order_fused(
+    ...     8192, 4096, sequences=2)
+    (True, False, False)
+    """
+    check_int("rows", rows, low=1)
+    check_int("width", width, low=1)
+    check_int("sequences", sequences, low=1)
+    return (sequences == 1 and rows >= MIX_ORDER_MIN_ROWS and rows >= 2 * width
+            and rows * width >= MIX_ORDER_MIN_ELEMENTS and width <= MIX_ORDER_MAX_WIDTH)
+
+
+def _terms_fused(terms):
+    return mix_order_fused(max(1, int(terms.get("norm_rows", 1))),
+                           max(1, int(terms.get("norm_width", 1))),
+                           max(1, int(terms.get("sequences", 2))))
+
+
 #: How the host drives a compiled shard: ``"ahead"`` (the host issues ahead of the GPU,
 #: as inside a model of many layers: the GPU's time) or ``"synced"`` (one shard timed on
 #: its own, the host issuing while the GPU runs: the host's issue time is a floor).
@@ -348,6 +398,20 @@ def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None, host="ahead
     Tensor Cores: Transformer Engine user guide, "MXFP8"); the same peak for both is
     an assumption, and the model does not tell them apart.
 
+    One sequence per micro-batch (``"compiled"`` FP8 only): Inductor (PyTorch 2.11) fuses
+    the norm's backward and the FP8 cast of its transposed output into one persistent
+    "mix-order" reduction when the rows and the norm's width meet its rule
+    (:data:`MIX_ORDER_MIN_ROWS` and the rest: rows >= max(4096, 2 width), rows x width
+    >= 5 * 2**20, width <= 16384); that kernel writes the transposed FP8 copy one byte
+    per row, column by column, and costs :math:`c_m` per element of rows x width more
+    than the kernels it replaces (``fp8_mix_order_s_per_element``, measured with the
+    fusion on and off, ``TORCHINDUCTOR_MIX_ORDER_REDUCTION=0``, on our H200; not fitted).
+    With two or more sequences per micro-batch our runs never showed it. Not carried: the
+    one width where the fused kernel cost an order of magnitude more per element (RMSNorm
+    at 8192, 16384 rows: measured, see ``mix_order_profiles``). Rowwise scaling meets the
+    same fusion, but there it saved time in our profile, and ``"compiled-rowwise"``
+    carries no such term.
+
     ``host="synced"`` (compiled only): one shard timed alone, host issuing while the
     GPU runs, :math:`(g^q + h^q)^{1/q}` with :math:`h` the host's issue time of one
     compiled shard step (BF16 or FP8) and :math:`q` fitted to the synced times of our
@@ -389,6 +453,9 @@ def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None, host="ahead
         g += bw * (k["fp8_weight_s_per_element"] * terms["weight_elements"]
                    + k["fp8_activation_s_per_element"] * terms["cast_elements"]) \
             + k["fp8_fixed_s"]
+        if recipe == "compiled" and _terms_fused(terms):
+            g += bw * k["fp8_mix_order_s_per_element"] \
+                * terms["norm_rows"] * terms["norm_width"]
     if host == "synced":
         h, q = k[f"host_{precision}_s"], k["host_exponent"]
         g = (g ** q + h ** q) ** (1.0 / q)
@@ -573,22 +640,26 @@ def stage_compute_time(hidden, layers, seq_len, micro_batch, *, heads=None, tp=1
     return n * flops / (peak_flops(specs.gpu(gpu), precision) * eff)
 
 
-def _spec_terms(m, tp, seq_len, micro_batch, cp):
+def _spec_terms(m, tp, seq_len, micro_batch, cp, sp=False):
     d = m.hidden // m.heads
-    return shard_terms(m.hidden, tp, seq_len // cp, micro_batch,
-                       qkv_out=m.hidden + 2 * m.kv_heads * d,
-                       ffn_hidden=m.ffn_hidden, swiglu=m.mlp == "swiglu", kv_len=seq_len)
+    terms = shard_terms(m.hidden, tp, seq_len // cp, micro_batch,
+                        qkv_out=m.hidden + 2 * m.kv_heads * d,
+                        ffn_hidden=m.ffn_hidden, swiglu=m.mlp == "swiglu", kv_len=seq_len)
+    if sp and tp > 1:                  # sequence parallelism: the norm holds 1/tp of the rows
+        terms["norm_rows"] = terms["norm_rows"] / tp
+    return terms
 
 
 def spec_shard_efficiency(m, tp, seq_len, micro_batch, gpu_spec, precision, layer_flops,
-                          recipe="compiled", cp=1, attention="flash"):
+                          recipe="compiled", cp=1, attention="flash", sp=False):
     """Efficiency of one shard of preset ``m``'s layer: its own shapes (GQA, SwiGLU),
     ``layer_flops`` (per layer, no recompute, whole layer) over shard time x peak.
 
     ``cp``: context-parallel degree; the shard holds ``seq_len / cp`` tokens of each
     sequence and attends over all ``seq_len`` keys (balanced causal split: 1/cp of the
-    attention work), so it does ``layer_flops / (tp cp)``."""
-    terms = _spec_terms(m, tp, seq_len, micro_batch, cp)
+    attention work), so it does ``layer_flops / (tp cp)``. ``sp``: sequence parallelism
+    (the norms hold ``1/tp`` of the rows, which matters only to :func:`mix_order_fused`)."""
+    terms = _spec_terms(m, tp, seq_len, micro_batch, cp, sp)
     time = recipe_shard_time(terms, gpu_spec, precision, recipe, attention=attention)
     return layer_flops / (tp * cp) / (time * peak_flops(gpu_spec, precision))
 

@@ -7,6 +7,7 @@ functions here ask the compute model of :mod:`.efficiency` the question "how muc
 is this shard in FP8?" and list our 1x H200 runs of the same question with the model's
 time beside each: the compiled recipes from ``data/measurements/raw/h200-x1-2026-12-02-
 recipes-static`` (static-shape compiles, queued timing: the kernels back to back), the
+held-out shards of one sequence per micro-batch from ``h200-x1-2026-12-03-mixorder``, the
 eager variants from ``data/measurements/raw/h200-x1-2026-12-02-recipes``.
 """
 from __future__ import annotations
@@ -18,11 +19,12 @@ import statistics
 
 from .. import specs
 from .._validate import check_choice, check_int
-from .efficiency import (RECIPES, recipe_shard_time,
+from .efficiency import (RECIPES, mix_order_fused, recipe_shard_time,
                          shard_terms)
 
 __all__ = ["fp8_speedup", "fp8_speedup_curve", "recipe_runs", "measured_fp8_speedups",
-           "RECIPE_RUNS"]
+           "mix_order_profiles", "RECIPE_RUNS", "ONE_SEQUENCE_RUNS",
+           "ONE_SEQUENCE_ROWWISE_RUNS", "MIX_ORDER_RUN"]
 
 #: Our compiled-recipe runs (1x H200 SXM, PyTorch 2.11, torchao 0.18, 2026-12-02).
 RECIPE_RUNS = ("measurements/raw/h200-x1-2026-12-02-recipes-static/"
@@ -34,6 +36,15 @@ ROWWISE_RUNS = ("measurements/raw/h200-x1-2026-12-02-recipes-rowwise/"
 GPT_RUNS = "measurements/raw/h200-x1-2026-12-02-recipes-gpt/layer_recipes_gpt.csv"
 #: Our eager runs of the same day (BF16 eager and torchao FP8 without compile).
 EAGER_RUNS = "measurements/raw/h200-x1-2026-12-02-recipes/layer_recipes.csv"
+#: Our held-out runs of one sequence per micro-batch, compiled FP8 tensorwise, shapes on
+#: both sides of Inductor's mix-order rule (:func:`.efficiency.mix_order_fused`).
+ONE_SEQUENCE_RUNS = ("measurements/raw/h200-x1-2026-12-03-mixorder/"
+                     "layer_recipes_one_sequence.csv")
+#: The same for torchao's rowwise recipe (six shapes of 16384 tokens).
+ONE_SEQUENCE_ROWWISE_RUNS = ("measurements/raw/h200-x1-2026-12-03-mixorder/"
+                             "layer_recipes_one_sequence_rowwise.csv")
+#: Kernel profiles of compiled FP8 shards with Inductor's mix-order fusion on and off.
+MIX_ORDER_RUN = "measurements/raw/h200-x1-2026-12-03-mixorder"
 #: Hidden sizes of the Llama fit grid; every other row is held out of the fits.
 FIT_HIDDEN = (2048, 4096, 8192, 16384)
 _COMPILED = ("bf16-compiled", "fp8-tensorwise", "fp8-rowwise")
@@ -127,6 +138,10 @@ def _runs():
     for path, recipes, column in ((RECIPE_RUNS, _COMPILED, "fwd_bwd_queued_ms"),
                                   (ROWWISE_RUNS, ("fp8-rowwise",), "fwd_bwd_queued_ms"),
                                   (GPT_RUNS, _COMPILED, "fwd_bwd_queued_ms"),
+                                  (ONE_SEQUENCE_RUNS, ("fp8-tensorwise",),
+                                   "fwd_bwd_queued_ms"),
+                                  (ONE_SEQUENCE_ROWWISE_RUNS, ("fp8-rowwise",),
+                                   "fwd_bwd_queued_ms"),
                                   (EAGER_RUNS, ("bf16-eager", "fp8-tensorwise-eager"),
                                    "fwd_bwd_ms")):
         for r in csv.DictReader(io.StringIO(specs.read_data_text(path))):
@@ -134,9 +149,14 @@ def _runs():
                 continue
             k = (r["kind"], r["recipe"], int(r["hidden"]), int(r["tp"]),
                  int(r["seq_len"]), int(r["micro_batch"]))
+            single = path in (ONE_SEQUENCE_RUNS, ONE_SEQUENCE_ROWWISE_RUNS)
+            if single and k in times:
+                raise ValueError(f"{path}: shape {k} is in another run too")
             times.setdefault(k, []).append(float(r[column]) * 1e-3)
             fit = r["kind"] == "llama" and int(r["hidden"]) in FIT_HIDDEN
-            meta[k] = ("fit" if fit else "holdout", int(r["ffn_hidden"]),
+            grid = "onesequence" if single else \
+                "fit" if fit else "holdout"
+            meta[k] = (grid, int(r["ffn_hidden"]),
                        int(r["kv_heads"]))
     out = []
     g = specs.gpu("H200")
@@ -176,7 +196,9 @@ def recipe_runs(recipe=None, *, kind=None):
     list of dict
         One per shape and recipe: kind, recipe, precision, hidden, tp, seq_len,
         micro_batch, tokens, grid (``"fit"`` or ``"holdout"``: the compiled
-        constants were fitted on the Llama rows of the fit grid only), repeats,
+        constants were fitted on the Llama rows of the fit grid only;
+        ``"onesequence"``: held out too, the shards of one sequence per micro-batch
+        of :data:`ONE_SEQUENCE_RUNS` and :data:`ONE_SEQUENCE_ROWWISE_RUNS`), repeats,
         measured_s (median of the repeats; compiled recipes: the queued time, the
         kernels back to back), model_s and error (model / measured - 1).
 
@@ -235,3 +257,76 @@ def measured_fp8_speedups():
                     "held_out": r["grid"] == "holdout", "measured": measured,
                     "model": model, "error": model / measured - 1.0})
     return out
+
+
+def _profile_files():
+    names = ["kernels_probe_gpt_8192x1.csv", "kernels_probe_gpt_2048x4.csv"]
+    names += [f"kernels_mix_{m}_{k}.csv" for m in ("on", "off") for k in ("gpt", "llama")]
+    names += [f"kernels_mix_{m}_{s}_16384x1.csv" for m in ("on", "off")
+              for s in ("gpt_8192", "llama_6144", "llama_8192")]
+    return [(n, "off" if "_off_" in n else "on") for n in names]
+
+
+@functools.lru_cache(maxsize=1)
+def _profiles():
+    out = {}
+    for name, mode in _profile_files():
+        text = specs.read_data_text(f"{MIX_ORDER_RUN}/{name}")
+        mine = {}
+        for r in csv.DictReader(io.StringIO(text)):
+            k = (r["kind"], int(r["hidden"]), int(r["tp"]), int(r["seq_len"]),
+                 int(r["micro_batch"]))
+            d = mine.setdefault(k, {"other_ms": 0.0, "fused_ms": 0.0})
+            if r["kernel_class"] != "other":
+                continue
+            ms = float(r["ms_per_step"])
+            d["other_ms"] += ms
+            n = r["kernel"]
+            if n.startswith("triton_per_fused") and "_scaled_mm" in n and "norm" in n \
+                    and "backward" in n:
+                d["fused_ms"] += ms
+        for k, d in mine.items():
+            if mode in out.setdefault(k, {}):
+                raise ValueError(f"{name}: shape {k} profiled {mode} twice")
+            out[k][mode] = d
+    return out
+
+
+def mix_order_profiles():
+    """Our kernel profiles of compiled FP8 shards, with the mix-order rule beside each.
+
+    ``measure/profile_shard.py`` on 1x H200 (PyTorch 2.11, torchao 0.18 tensorwise,
+    static compile; ``data/measurements/raw/h200-x1-2026-12-03-mixorder``): per shape,
+    the kernel time of class "other" per step with Inductor's mix-order reduction on
+    (the default) and, where profiled, off (``TORCHINDUCTOR_MIX_ORDER_REDUCTION=0``), and
+    the time of the persistent kernel that fuses the norm's backward with an FP8 cast.
+
+    Returns
+    -------
+    list of dict
+        kind, hidden, tp, seq_len, micro_batch, rule (:func:`mix_order_fused` for the
+        shard's rows and width), fused_ms (that kernel's time with the fusion on; 0 when
+        the compiler did not emit it), other_on_ms, other_off_ms (None where not
+        profiled off) and extra_s_per_element ((on - off) / (tokens x hidden), or None).
+
+    Examples
+    --------
+    >>> rows = mix_order_profiles()
+    >>> all(r["rule"] == (r["fused_ms"] > 0) for r in rows)
+    True
+    """
+    out = []
+    for k, d in sorted(_profiles().items()):
+        kind, h, t, s, b = k
+        on, off = d.get("on"), d.get("off")
+        if on is None:
+            continue
+        extra = None if off is None else \
+            (on["other_ms"] - off["other_ms"]) * 1e-3 / (s * b * h)
+        out.append({"kind": kind, "hidden": h, "tp": t, "seq_len": s, "micro_batch": b,
+                    "rule": mix_order_fused(s * b, h, b), "fused_ms": on["fused_ms"],
+                    "other_on_ms": on["other_ms"],
+                    "other_off_ms": None if off is None else off["other_ms"],
+                    "extra_s_per_element": extra})
+    return out
+

@@ -144,13 +144,14 @@ def _hidden(t, overlap, budget):
 
 
 def compute_efficiency(m, gpu_spec, tp, seq_len, micro_batch, precision, mfu,
-                       recipe="compiled", cp=1, attention="flash"):
-    """(layer efficiency, logits efficiency) of one TP shard; ``mfu`` overrides both."""
+                       recipe="compiled", cp=1, attention="flash", sp=False):
+    """(layer efficiency, logits efficiency) of one TP shard; ``mfu`` overrides both;
+    ``sp``: sequence parallelism (the norms' rows split over TP)."""
     if mfu is not None:
         return mfu, mfu
     layer = flops_parts(m, float(seq_len) * micro_batch, seq_len, "none")[0] / m.layers
     eff = spec_shard_efficiency(m, tp, seq_len, micro_batch, gpu_spec, precision, layer,
-                                recipe, cp, attention)
+                                recipe, cp, attention, sp)
     return eff, logits_efficiency(m.hidden, m.vocab / tp, gpu_spec, precision, recipe)
 
 
@@ -162,7 +163,7 @@ def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucke
     tokens = float(gbatch) * s
     peak = peak_flops(s_.gpu_spec, precision)
     eff, eff_logits = compute_efficiency(m, s_.gpu_spec, lay.tp, s, b, precision, mfu,
-                                         recipe, lay.cp, attention)
+                                         recipe, lay.cp, attention, sp)
     f_layers, f_logits = flops_parts(m, tokens, s, recompute)
     if rc_scale != 1.0:                 # recomputation at its measured cost
         f_plain = flops_parts(m, tokens, s, "none")[0]

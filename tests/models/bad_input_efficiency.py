@@ -53,6 +53,8 @@ CASES += [
          {"tp": 8, "micro_batch": 4, "seq_len": 2048, "gpu": "H100", "recipe": "eager"},
          {"tp": INT(1, 1024), "micro_batch": INT(1, 10**5), "seq_len": INT(1, 10**7),
           "gpu": CHOICE("V100"), "recipe": CHOICE("fused")}),
+    Case(par.mix_order_fused, {"rows": 8192, "width": 4096, "sequences": 1},
+         {"rows": INT(1), "width": INT(1), "sequences": INT(1)}),
     Case(par.recipe_runs, {"recipe": "fp8-tensorwise", "kind": "llama"},
          {"recipe": ["fp8", "", 3, True, ["x"], "bf16"],
           "kind": ["no-such-thing", "", 3, True, ["x"], "Llama", "moe"]}),
@@ -65,7 +67,7 @@ CASES += [
     Case(par.published_fp8_summary, {"recipe": "compiled"},
          {"recipe": CHOICE("te", "Compiled")}),
 ]
-NO_ARGS = {par.measured_fp8_speedups, par.published_fp8_rows}
+NO_ARGS = {par.measured_fp8_speedups, par.published_fp8_rows, par.mix_order_profiles}
 
 _H100 = specs.gpu("H100", "SXM5 96GB HBM2e")
 _SPEC_BAD = [None, "H100", 3, True, {"name": "H100"}]

@@ -69,11 +69,11 @@ def test_compiled_held_out_error(recipe, precision, band):
     assert len(held) >= 5
     errs = [_model(k, precision, "compiled") / v - 1 for k, v in held.items()]
     # measured (held out: hidden 3072/6144/12288 and every GPT row, with the GPT grid
-    # runs): FP8 mean |error| 5.1% (h/tp < 1024, 13 shapes, worst -16.4% on GPT 4096 TP8
-    # with 8192 tokens) and 2.0% (>= 1024, 37 shapes, worst -8.0%); BF16 3.8% and 3.2%
-    # (worst +7.3%)
+    # runs): FP8 mean |error| 4.9% (h/tp < 1024, 13 shapes, worst -8.6%; -16.4% on GPT
+    # 4096 TP8 with one 8192-token sequence before the mix-order term) and 2.2% (>= 1024,
+    # 37 shapes, worst -8.3%); BF16 3.8% and 3.2% (worst +7.3%)
     assert statistics.mean(abs(e) for e in errs) < 0.06
-    assert max(abs(e) for e in errs) < (0.18 if band == "below" else 0.10)
+    assert max(abs(e) for e in errs) < 0.10
 
 
 @pytest.mark.parametrize("band", ["below", "above"])
@@ -280,3 +280,88 @@ def test_shards_of_16k_tokens_are_held_out_and_within_the_layer_target():
     for rec in ("bf16-compiled", "fp8-tensorwise"):
         band = stored[rec]["h_over_tp_1024_and_above"]
         assert band["n"] == 6 and abs(band["worst"]) <= 0.15
+
+
+# ---- Inductor's mix-order reduction (one sequence per micro-batch, compiled FP8) ----
+
+def test_mix_order_rule_matches_every_profiled_kernel_list():
+    """The fused norm-backward + FP8-cast kernel is in a profile exactly where the rule
+    (PyTorch 2.11's MixOrderReduction.can_fuse thresholds) says so: no false positives,
+    no misses, on both sides of every threshold we profiled."""
+    rows = par.mix_order_profiles()
+    assert len(rows) >= 20
+    assert all(r["rule"] == (r["fused_ms"] > 0) for r in rows)
+    assert {r["rule"] for r in rows} == {True, False}
+    # shapes that fail one threshold each: rows < 2 width, several sequences
+    assert any(r["seq_len"] == r["hidden"] and not r["rule"] for r in rows)
+    assert any(r["micro_batch"] > 1 and r["seq_len"] * r["micro_batch"] >= 8192
+               and not r["rule"] for r in rows)
+
+
+@pytest.mark.parametrize("rows,width,seqs,expected", [
+    (4096, 2048, 1, True), (4095, 2048, 1, False), (8192, 4096, 1, True),
+    (8191, 4096, 1, False), (4096, 1280, 1, True), (4096, 1279, 1, False),
+    (32768, 16384, 1, True), (40000, 16385, 1, False), (8192, 4096, 2, False)])
+def test_mix_order_rule_thresholds(rows, width, seqs, expected):
+    # rows >= 4096, rows >= 2 width, rows x width >= 5 * 2**20 (= 4096 x 1280),
+    # width <= 16384, one sequence
+    assert par.mix_order_fused(rows, width, seqs) is expected
+
+
+def test_mix_order_term_is_its_closed_form_and_fp8_tensorwise_only():
+    c = eff.recipe_coefficients("compiled")["fp8_mix_order_s_per_element"]
+    for h, t in ((4096, 8), (2048, 2), (6144, 4)):
+        one = eff.shard_terms(h, t, 16384, 1)
+        two = eff.shard_terms(h, t, 8192, 2)
+        # the same work but for the attention (shorter sequences) and the rule
+        attn = dict(one, attention_flops=two["attention_flops"], q_len=two["q_len"])
+        d = eff.recipe_shard_time(attn, H200, "fp8", "compiled") \
+            - eff.recipe_shard_time(two, H200, "fp8", "compiled")
+        assert d == pytest.approx(c * 16384 * h, rel=1e-9)
+        for prec, rec in (("bf16", "compiled"), ("fp8", "compiled-rowwise")):
+            assert eff.recipe_shard_time(attn, H200, prec, rec) == pytest.approx(
+                eff.recipe_shard_time(two, H200, prec, rec), rel=1e-12)
+
+
+def test_mix_order_cost_is_measured_on_and_off_and_the_exception_is_reported():
+    rows = [r for r in par.mix_order_profiles() if r["extra_s_per_element"] is not None]
+    assert len(rows) >= 5
+    regular = [r["extra_s_per_element"] for r in rows
+               if (r["kind"], r["hidden"]) != ("llama", 8192)]
+    c = specs.assumption("layer_recipes", "compiled/fp8_mix_order_s_per_element")
+    assert c == pytest.approx(statistics.mean(regular), rel=1e-3)
+    # every regular width within 30% of the mean; RMSNorm at 8192 an order of magnitude off
+    assert all(abs(v / c - 1) < 0.3 for v in regular)
+    odd = [r for r in rows if (r["kind"], r["hidden"]) == ("llama", 8192)]
+    assert len(odd) == 1 and odd[0]["extra_s_per_element"] > 8 * c
+
+
+def test_one_sequence_shards_are_held_out_and_within_the_target_but_the_named_one():
+    """Held-out shards of one sequence per micro-batch: within the layer target (+-15%)
+    with the mix-order term, except Llama 8192/TP8 with 16384 tokens, whose mix-order
+    kernel costs 11x more per element (measured, not modelled)."""
+    rows = [r for r in par.recipe_runs("fp8-tensorwise") if r["grid"] == "onesequence"]
+    text = specs.read_data_text(par.ONE_SEQUENCE_RUNS)
+    assert {r["grid"] for r in csv.DictReader(io.StringIO(text))} == {"onesequence"}
+    assert len(rows) >= 20
+    fused = [r for r in rows if par.mix_order_fused(r["tokens"], r["hidden"])]
+    assert len(fused) >= 12 and len(rows) - len(fused) >= 4
+    odd = [r for r in rows if abs(r["error"]) > 0.15]
+    assert [(r["kind"], r["hidden"], r["tp"], r["seq_len"]) for r in odd] == \
+        [("llama", 8192, 8, 16384)]
+    # without the term the worst regular one-sequence shard is 15% fast (GPT 3072/TP4)
+    stored = specs.assumption("layer_recipes", "checks")
+    assert stored["one_sequence_held_out_without_mix_order_term"][
+        "h_over_tp_below_1024"]["worst"] < -0.14
+    assert abs(stored["one_sequence_held_out"]["h_over_tp_below_1024"]["worst"]) < 0.10
+
+
+def test_rowwise_one_sequence_shards_need_no_mix_order_term():
+    """torchao rowwise shards of one sequence (held out): within the layer target without
+    a mix-order term (the profiled fusion saves time there)."""
+    rows = [r for r in par.recipe_runs("fp8-rowwise") if r["grid"] == "onesequence"]
+    assert len(rows) >= 6
+    assert all(par.mix_order_fused(r["tokens"], r["hidden"]) for r in rows)
+    assert max(abs(r["error"]) for r in rows) < 0.15
+    stored = specs.assumption("layer_recipes", "checks")["one_sequence_rowwise_held_out"]
+    assert stored["h_over_tp_below_1024"]["n"] == len(rows)
