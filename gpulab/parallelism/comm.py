@@ -419,17 +419,21 @@ def _placement_notes(system, lay):
     return tuple(notes)
 
 
-def comm_parts(m, system, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb, ep=1):
+def comm_parts(m, system, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb, ep=1,
+               fp8_gather=False):
     sp = sp and lay.tp > 1
     cp = lay.cp
     act = float(b) * (s // cp) * m.hidden * 2.0   # one BF16 activation tensor
+    # FP8 all-gathers (torchao's float8 TP styles): one byte per element, the
+    # reduce-scatters stay BF16
+    ag_act = act / 2.0 if fp8_gather else act
     stage = -(-m.layers // lay.pp)                 # layers of the busiest stage
     per_mb = tp_allreduce_count(sp, recompute) * stage
     tp_calls = per_mb * mb
     if lay.tp > 1:
         if sp:
             one = _coll("reduce_scatter", act, lay.tp, 1, system, nvls) + \
-                _coll("all_gather", act, lay.tp, 1, system, nvls)
+                _coll("all_gather", ag_act, lay.tp, 1, system, nvls)
         else:
             one = _coll("all_reduce", act, lay.tp, 1, system, nvls)
     else:

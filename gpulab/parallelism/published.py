@@ -49,7 +49,17 @@ How a row becomes a call (the choices are ours, stated in each result):
   for the run sets it (the table's ``tp_comm_overlap`` column, its source in ``notes``):
   :func:`step_time`'s ``tp_overlap_method``. PyTorch's async TP (torchtitan rows) and
   the pipeline sends that these configurations overlap (``overlap_p2p_comm``) are not
-  modelled: those rows keep their TP and PP communication exposed.
+  modelled: those rows keep their TP and PP communication exposed;
+* torchtitan's FP8 rows with TP and tensorwise scaling gather in FP8: its float8
+  tensor-parallel styles cast before each all-gather (``step_time``'s
+  ``fp8_tp_gather``; torchtitan ``parallelize_llama.py`` lines 146-168 at 9dec370, the
+  tensorwise-only condition at lines 62-65 of ``models/llama3/parallelize_llama.py`` at
+  820504e); the reduce-scatters stay BF16. Transformer Engine does the same in FP8 with
+  sequence parallelism (v1.9: ``module/layernorm_linear.py`` lines 137-140 and 168-170,
+  the norm writes FP8 and that is gathered; ``module/base.py`` lines 757-780, the output
+  gradient is cast, then gathered; v2.9: ``layernorm_linear.py`` lines 198-204 and
+  246-265, gathered through the input quantizer), so its FP8 rows with TP gather in FP8
+  too.
 
 Units: tokens per second per GPU; errors are ``model / published - 1``.
 """
@@ -228,7 +238,7 @@ def _overlap_method(text):
     return dict(pair.split("=", 1) for pair in text.split(";"))
 
 
-def _check_row(r, recipe, tp_overlap=True, recompute_cost="flops"):
+def _check_row(r, recipe, tp_overlap=True, recompute_cost="flops", fp8_gather=True):
     tp, pp = r["tp"] or 1, r["pp"] or 1
     cp, vp = r["cp"] or 1, r["vp"] or 1
     fsdp = bool(r["fsdp"])
@@ -345,6 +355,18 @@ def _check_row(r, recipe, tp_overlap=True, recompute_cost="flops"):
             kw["recompute_cost"] = "compiled"
             notes.append("recomputation at what it cost our torch.compile'd whole-model "
                          "runs with PyTorch 2.11 (step_time's recompute_cost='compiled')")
+        if fp8_gather and r["source_id"].startswith("torchtitan") \
+                and r["precision"] == "fp8" and tp > 1 and "rowwise" not in src_recipe:
+            kw["fp8_tp_gather"] = True
+            notes.append("TP all-gathers in FP8, reduce-scatters in BF16: torchtitan's "
+                         "float8 TP styles for tensorwise scaling (step_time's "
+                         "fp8_tp_gather)")
+        if fp8_gather and r["source_id"].startswith(_TE_SOURCES) \
+                and r["precision"] == "fp8" and tp > 1:
+            kw["fp8_tp_gather"] = True
+            notes.append("TP all-gathers in FP8, reduce-scatters in BF16: Transformer "
+                         "Engine quantizes the norm's output and the output gradient "
+                         "before gathering them (step_time's fp8_tp_gather)")
         if r["source_id"].startswith("mbridge"):
             kw["grad_bytes"] = 2.0
             notes.append("BF16 gradients: Megatron-Bridge's performance configurations "
@@ -378,14 +400,15 @@ def _check_row(r, recipe, tp_overlap=True, recompute_cost="flops"):
 
 
 @functools.lru_cache(maxsize=16 * len(RECIPES))
-def _check(text, recipe, tp_overlap=True, power_limits=True, recompute_cost="flops"):
+def _check(text, recipe, tp_overlap=True, power_limits=True, recompute_cost="flops",
+           fp8_gather=True):
     with contextlib.nullcontext() if power_limits else ignoring_limits():
-        return tuple(_check_row(r, recipe, tp_overlap, recompute_cost)
+        return tuple(_check_row(r, recipe, tp_overlap, recompute_cost, fp8_gather)
                      for r in _rows(text))
 
 
 def published_fp8_check(recipe="compiled", *, tp_overlap=True, power_limits=True,
-                        recompute_cost="flops"):
+                        recompute_cost="flops", fp8_gather=True):
     """Each published row beside the step-time model's throughput for it.
 
     Parameters
@@ -409,6 +432,10 @@ def published_fp8_check(recipe="compiled", *, tp_overlap=True, power_limits=True
         2.11 and torchao 0.18; the torchtitan rows ran the PyTorch of December 2024 and
         June 2025, whose compiler may recompute differently, so the default keeps the
         FLOP charge and this switch shows the difference.
+    fp8_gather : bool
+        Gather in FP8 where the row's framework does (default: Transformer Engine's and
+        torchtitan's tensorwise FP8 rows with TP, :func:`step_time`'s
+        ``fp8_tp_gather``); False gathers every row in BF16, the model before it did.
 
     Returns
     -------
@@ -449,7 +476,8 @@ def published_fp8_check(recipe="compiled", *, tp_overlap=True, power_limits=True
     out = []
     check_choice("recompute_cost", recompute_cost, RECOMPUTE_COSTS)
     for r in _check(_text(), recipe, check_flag("tp_overlap", tp_overlap),
-                    check_flag("power_limits", power_limits), recompute_cost):
+                    check_flag("power_limits", power_limits), recompute_cost,
+                    check_flag("fp8_gather", fp8_gather)):
         d = dict(r)
         d["notes"] = list(r["notes"])
         out.append(d)

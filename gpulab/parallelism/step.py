@@ -157,7 +157,8 @@ def compute_efficiency(m, gpu_spec, tp, seq_len, micro_batch, precision, mfu,
 
 def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucket, res,
           nvls, gb, wb, precision="bf16", ep=1, recipe="compiled", tp_method="none",
-          split="even", attention="flash", fp8_inputs=False, rc_scale=1.0):
+          split="even", attention="flash", fp8_inputs=False, rc_scale=1.0,
+          fp8_gather=False):
     mb = gbatch // (lay.dp * b)
     n = lay.n_gpus
     tokens = float(gbatch) * s
@@ -175,7 +176,7 @@ def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucke
                   f_layers * last / m.layers / eff + f_logits / eff_logits) \
         / (shards * peak)
     comm = comm_parts(m, s_, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb,
-                      ep)
+                      ep, fp8_gather)
     exposed, slow = tp_overlap_effect(m, lay.tp, tp_method)
     layer_compute = f_layers * busy / m.layers / eff / (shards * peak)
     plain = flops_parts(m, tokens, s, "none")[0]           # linear GEMMs + attention
@@ -277,7 +278,8 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
               dp_overlap=None, tp_overlap=None, bucket_bytes=None, reserve=None,
               nvls=True, precision="bf16", ep=1, recipe="compiled",
               tp_overlap_method="none", pipeline_split="even", attention_backend="flash",
-              grad_bytes=None, fp8_saved_inputs=False, recompute_cost="flops"):
+              grad_bytes=None, fp8_saved_inputs=False, recompute_cost="flops",
+              fp8_tp_gather=False):
     r"""Step time, throughput and memory of one layout.
 
     Parameters
@@ -364,6 +366,19 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
         (:func:`compiled_recompute_scale`, per precision and checkpointing policy:
         torchtitan's per-op policy in FP8 recomputed almost nothing there, full
         checkpointing cost 0.5-0.7 of its FLOPs).
+    fp8_tp_gather : bool
+        Run the tensor-parallel all-gathers in FP8 (one byte per element) and keep the
+        reduce-scatters in BF16, as torchao's float8 tensor-parallel styles do with
+        tensorwise scaling (``Float8ColwiseParallel``, ``Float8RowwiseParallel`` and
+        ``PrepareFloat8ModuleInput`` in ``torchao/float8/float8_tensor_parallel.py``:
+        the input is cast before its all-gather, the output's gradient before the
+        backward all-gather); torchtitan applies them whenever float8 is on
+        (``parallelize_llama.py`` lines 146-168 at 9dec370) and, from 2025, for
+        tensorwise scaling only (lines 62-65 of ``models/llama3/parallelize_llama.py``
+        at 820504e). Transformer Engine gathers FP8 with sequence parallelism as well
+        (the norm's output and the output gradient are quantized before their
+        all-gathers). Needs ``precision="fp8"`` and ``sequence_parallel=True``. Default
+        False (BF16 collectives).
 
     Returns
     -------
@@ -480,7 +495,12 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     check_choice("recompute_cost", recompute_cost, RECOMPUTE_COSTS)
     rc_scale = compiled_recompute_scale(precision, recompute) \
         if recompute_cost == "compiled" else 1.0
+    fp8_gather = check_flag("fp8_tp_gather", fp8_tp_gather)
+    if fp8_gather and (precision != "fp8" or not sp):
+        raise ValueError("fp8_tp_gather needs precision 'fp8' and sequence_parallel=True "
+                         f"(the all-gathers it casts); got precision {precision!r}, "
+                         f"sequence_parallel={sequence_parallel!r}")
     return step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, eta, dpo, tpo, bucket,
                  res, nv, gb, assumption("weight_bytes"), precision,
                  e, recipe, tp_overlap_method, pipeline_split, attention_backend,
-                 fp8_saved_inputs, rc_scale)
+                 fp8_saved_inputs, rc_scale, fp8_gather)

@@ -60,10 +60,11 @@ CASES += [
           "kind": ["no-such-thing", "", 3, True, ["x"], "Llama", "moe"]}),
     Case(par.published_fp8_check,
          {"recipe": "eager", "tp_overlap": False, "power_limits": False,
-          "recompute_cost": "compiled"},
+          "recompute_cost": "compiled", "fp8_gather": False},
          {"recipe": CHOICE("te", "Compiled"), "tp_overlap": [None, 1, "yes", [True]],
           "power_limits": [None, 0, "no", [False]],
-          "recompute_cost": CHOICE("Compiled", "measured")}),
+          "recompute_cost": CHOICE("Compiled", "measured"),
+          "fp8_gather": [None, 0, "no", [False]]}),
     Case(par.published_fp8_summary, {"recipe": "compiled"},
          {"recipe": CHOICE("te", "Compiled")}),
 ]

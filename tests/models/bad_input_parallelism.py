@@ -118,7 +118,8 @@ CASES = [
           "pipeline_split": CHOICE("Even", "ragged"),
           "attention_backend": CHOICE("cuDNN", "sdpa"),
           "grad_bytes": _OPT_POS + [17, [2.0]], "fp8_saved_inputs": _FLAG + [True],
-          "recompute_cost": CHOICE("Compiled", "measured")}),
+          "recompute_cost": CHOICE("Compiled", "measured"),
+          "fp8_tp_gather": _FLAG + [True]}),
     Case(par.compiled_recompute_scale, {"precision": "fp8", "recompute": "full"},
          {"precision": CHOICE("FP8", "fp16"), "recompute": CHOICE("Full", "op")}),
     Case(par.attention_time_check, {"backend": "cudnn"},
@@ -134,7 +135,8 @@ CASES = [
                                                          "attention_backend",
                                                          "grad_bytes",
                                                          "fp8_saved_inputs",
-                                                         "recompute_cost")
+                                                         "recompute_cost",
+                                                         "fp8_tp_gather")
                  if k not in ("tp_overlap",)}),
     Case(par.per_op_recomputed_matrices, {"spec": "llama3-8b"}, {"spec": _SPEC_BAD}),
     Case(par.tp_overlap_sites, {"spec": "llama3-70b", "tp": 4, "method": "userbuffers"},

@@ -139,8 +139,10 @@ def test_model_throughput_is_tokens_over_step_time(checks):
                        (tp, pp, dp, vp), global_batch=row["global_batch"],
                        micro_batch=row["micro_batch"], seq_len=row["seq_len"], zero=1,
                        sequence_parallel=tp > 1, recompute="none", precision="fp8",
-                       recipe="compiled", attention_backend="cudnn")
+                       recipe="compiled", attention_backend="cudnn",
+                       fp8_tp_gather=tp > 1)
     assert row["source_id"].startswith("nemo") and row["tp_comm_overlap"] == "off"
+    assert any("fp8_tp_gather" in n for n in got["notes"]) == (tp > 1)
     assert any("cuDNN's fused" in n for n in got["notes"])
     expect = row["global_batch"] * row["seq_len"] / st.total / row["gpus"]
     assert got["step_s"] == pytest.approx(st.total, rel=1e-12)
