@@ -56,9 +56,9 @@ How a row becomes a call (the choices are ours, stated in each result):
   tensorwise-only condition at lines 62-65 of ``models/llama3/parallelize_llama.py`` at
   820504e); the reduce-scatters stay BF16. Transformer Engine does the same in FP8 with
   sequence parallelism (v1.9: ``module/layernorm_linear.py`` lines 137-140 and 168-170,
-  the norm writes FP8 and that is gathered; ``module/base.py`` lines 757-780, the output
+  the norm writes FP8 and that is gathered; ``module/base.py`` lines 753-773, the output
   gradient is cast, then gathered; v2.9: ``layernorm_linear.py`` lines 198-204 and
-  246-265, gathered through the input quantizer), so its FP8 rows with TP gather in FP8
+  248-265, gathered through the input quantizer), so its FP8 rows with TP gather in FP8
   too.
 
 Units: tokens per second per GPU; errors are ``model / published - 1``.
