@@ -355,18 +355,18 @@ def _check_row(r, recipe, tp_overlap=True, recompute_cost="flops", fp8_gather=Tr
             kw["recompute_cost"] = "compiled"
             notes.append("recomputation at what it cost our torch.compile'd whole-model "
                          "runs with PyTorch 2.11 (step_time's recompute_cost='compiled')")
-        if fp8_gather and r["source_id"].startswith("torchtitan") \
-                and r["precision"] == "fp8" and tp > 1 and "rowwise" not in src_recipe:
-            kw["fp8_tp_gather"] = True
-            notes.append("TP all-gathers in FP8, reduce-scatters in BF16: torchtitan's "
-                         "float8 TP styles for tensorwise scaling (step_time's "
-                         "fp8_tp_gather)")
-        if fp8_gather and r["source_id"].startswith(_TE_SOURCES) \
-                and r["precision"] == "fp8" and tp > 1:
-            kw["fp8_tp_gather"] = True
-            notes.append("TP all-gathers in FP8, reduce-scatters in BF16: Transformer "
-                         "Engine quantizes the norm's output and the output gradient "
-                         "before gathering them (step_time's fp8_tp_gather)")
+        if r["precision"] == "fp8" and tp > 1:
+            titan = r["source_id"].startswith("torchtitan") and "rowwise" not in src_recipe
+            te = r["source_id"].startswith(_TE_SOURCES)
+            kw["fp8_tp_gather"] = bool(fp8_gather and (titan or te))
+            if kw["fp8_tp_gather"] and titan:
+                notes.append("TP all-gathers in FP8, reduce-scatters in BF16: torchtitan's "
+                             "float8 TP styles for tensorwise scaling (step_time's "
+                             "fp8_tp_gather)")
+            elif kw["fp8_tp_gather"]:
+                notes.append("TP all-gathers in FP8, reduce-scatters in BF16: Transformer "
+                             "Engine quantizes the norm's output and the output gradient "
+                             "before gathering them (step_time's fp8_tp_gather)")
         if r["source_id"].startswith("mbridge"):
             kw["grad_bytes"] = 2.0
             notes.append("BF16 gradients: Megatron-Bridge's performance configurations "

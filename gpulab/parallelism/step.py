@@ -158,7 +158,7 @@ def compute_efficiency(m, gpu_spec, tp, seq_len, micro_batch, precision, mfu,
 def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucket, res,
           nvls, gb, wb, precision="bf16", ep=1, recipe="compiled", tp_method="none",
           split="even", attention="flash", fp8_inputs=False, rc_scale=1.0,
-          fp8_gather=False):
+          fp8_gather=None):
     mb = gbatch // (lay.dp * b)
     n = lay.n_gpus
     tokens = float(gbatch) * s
@@ -175,6 +175,8 @@ def step_result(m, s_, lay, gbatch, b, s, z, sp, recompute, mfu, dpo, tpo, bucke
     compute = max(f_layers * busy / m.layers / eff,
                   f_layers * last / m.layers / eff + f_logits / eff_logits) \
         / (shards * peak)
+    if fp8_gather is None:              # what the frameworks do (step_time's fp8_tp_gather)
+        fp8_gather = precision == "fp8" and recipe == "compiled" and bool(sp)
     comm = comm_parts(m, s_, lay, b, mb, s, z, sp, recompute, bucket, nvls, gb, wb,
                       ep, fp8_gather)
     exposed, slow = tp_overlap_effect(m, lay.tp, tp_method)
@@ -279,7 +281,7 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
               nvls=True, precision="bf16", ep=1, recipe="compiled",
               tp_overlap_method="none", pipeline_split="even", attention_backend="flash",
               grad_bytes=None, fp8_saved_inputs=False, recompute_cost="flops",
-              fp8_tp_gather=False):
+              fp8_tp_gather=None):
     r"""Step time, throughput and memory of one layout.
 
     Parameters
@@ -377,8 +379,11 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
         tensorwise scaling only (lines 62-65 of ``models/llama3/parallelize_llama.py``
         at 820504e). Transformer Engine gathers FP8 with sequence parallelism as well
         (the norm's output and the output gradient are quantized before their
-        all-gathers). Needs ``precision="fp8"`` and ``sequence_parallel=True``. Default
-        False (BF16 collectives).
+        all-gathers). True needs ``precision="fp8"`` and ``sequence_parallel=True``.
+        Default None: True for FP8 under the ``"compiled"`` recipe with sequence
+        parallelism (what Transformer Engine and torchao's tensorwise TP do), False
+        otherwise (BF16, the eager variant, torchao's rowwise recipe, which gathers in
+        high precision).
 
     Returns
     -------
@@ -495,7 +500,8 @@ def step_time(spec, system, layout, *, global_batch, micro_batch=1, seq_len=None
     check_choice("recompute_cost", recompute_cost, RECOMPUTE_COSTS)
     rc_scale = compiled_recompute_scale(precision, recompute) \
         if recompute_cost == "compiled" else 1.0
-    fp8_gather = check_flag("fp8_tp_gather", fp8_tp_gather)
+    fp8_gather = None if fp8_tp_gather is None else check_flag("fp8_tp_gather",
+                                                                 fp8_tp_gather)
     if fp8_gather and (precision != "fp8" or not sp):
         raise ValueError("fp8_tp_gather needs precision 'fp8' and sequence_parallel=True "
                          f"(the all-gathers it casts); got precision {precision!r}, "

@@ -119,7 +119,7 @@ CASES = [
           "attention_backend": CHOICE("cuDNN", "sdpa"),
           "grad_bytes": _OPT_POS + [17, [2.0]], "fp8_saved_inputs": _FLAG + [True],
           "recompute_cost": CHOICE("Compiled", "measured"),
-          "fp8_tp_gather": _FLAG + [True]}),
+          "fp8_tp_gather": [1, 0, "yes", [True], True]}),
     Case(par.compiled_recompute_scale, {"precision": "fp8", "recompute": "full"},
          {"precision": CHOICE("FP8", "fp16"), "recompute": CHOICE("Full", "op")}),
     Case(par.attention_time_check, {"backend": "cudnn"},
