@@ -329,4 +329,3 @@ def mix_order_profiles():
                     "other_off_ms": None if off is None else off["other_ms"],
                     "extra_s_per_element": extra})
     return out
-
