@@ -333,9 +333,9 @@ def mix_order_fused(rows, width, sequences=1):
 
 
 def _terms_fused(terms):
-    return mix_order_fused(max(1, int(terms.get("norm_rows", 1))),
-                           max(1, int(terms.get("norm_width", 1))),
-                           max(1, int(terms.get("sequences", 2))))
+    # rows may fall below one (tokens / tp with sequence parallelism): no fusion there
+    return terms["norm_rows"] >= 1 and mix_order_fused(
+        int(terms["norm_rows"]), int(terms["norm_width"]), int(terms["sequences"]))
 
 
 #: How the host drives a compiled shard: ``"ahead"`` (the host issues ahead of the GPU,
