@@ -44,8 +44,8 @@ def test_every_reference_of_the_book_resolves():
 @pytest.mark.parametrize("myst,expected", [
     ("{numref}`fig-tp-fp8`", "[the figure “How much faster one layer shard runs in FP8 "
                              "than…”](tensor_parallel.ipynb)"),
-    ("{eq}`eq-tp-fp8`", "[the equation in “FP8: faster GEMMs, the same communication”]"
-                        "(tensor_parallel.ipynb#FP8:-faster-GEMMs,-the-same-communication)"),
+    ("{eq}`eq-tp-fp8`", "[the equation in “FP8: faster GEMMs, slightly lighter communication”]"
+                        "(tensor_parallel.ipynb#FP8:-faster-GEMMs,-slightly-lighter-communication)"),
     ("{ref}`ch-why-interconnect`", "[Why Interconnect Is the Bottleneck]"
                                    "(why_interconnect.ipynb#Why-Interconnect-Is-the-Bottleneck)"),
     ("{doc}`/book/labs`", "[Labs](../../book/labs.md)"),
