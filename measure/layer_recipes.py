@@ -89,6 +89,8 @@ ONE_SEQUENCE = [(2048, 2, 8192, 1), (2048, 4, 16384, 1), (3072, 4, 8192, 1),
                 (4096, 1, 8192, 1), (4096, 2, 16384, 1), (4096, 4, 4096, 1),
                 (5120, 4, 8192, 1), (5120, 8, 16384, 1), (6144, 8, 16384, 1),
                 (8192, 8, 16384, 1)]
+# held out: one sequence at wide norms (RMSNorm/LayerNorm widths 7168-12288)
+WIDE_NORM = [(7168, 4, 16384, 1), (10240, 8, 32768, 1), (12288, 4, 32768, 1)]
 TOKENS_16K = [(4096, 1, 8192, 2), (4096, 1, 2048, 8), (4096, 2, 8192, 2),
               (8192, 1, 8192, 2), (8192, 2, 8192, 2), (8192, 4, 4096, 4)]
 
@@ -113,10 +115,12 @@ def grid(name):
         return list(TOKENS_16K)
     if name == "onesequence":                 # held out: mix-order reduction or not
         return list(ONE_SEQUENCE)
+    if name == "widenorm":                    # held out: mix-order kernel at wide norms
+        return list(WIDE_NORM)
     if name == "smoke":
         return [(2048, 8, 2048, 1), (4096, 1, 2048, 1)]
     raise SystemExit(f"--grid: unknown grid {name!r} (fit, holdout, check, small, "
-                     "tokens16k, onesequence, smoke)")
+                     "tokens16k, onesequence, widenorm, smoke)")
 
 
 def dims(kind, h):

@@ -35,6 +35,36 @@ def kernel_class(name):
     return "other"
 
 
+def autotuners():
+    """Inductor's compiled Triton kernels now alive (CachingAutotuner objects)."""
+    import gc
+    try:
+        from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    except ImportError:                        # noqa: an older layout: no metadata
+        return []
+    return [o for o in gc.get_objects() if isinstance(o, CachingAutotuner)]
+
+
+def kernel_meta(tuners):
+    """Name, launch configuration, registers and spills of each compiled kernel."""
+    rows = []
+    for k in tuners:
+        name = (getattr(k, "inductor_meta", None) or {}).get("kernel_name") \
+            or getattr(getattr(k, "fn", None), "__name__", "?")
+        for ln in getattr(k, "launchers", None) or []:
+            cfg = getattr(ln, "config", None)
+            kw = dict(getattr(cfg, "kwargs", {}) or {})
+            rows.append({"kernel": name,
+                         "config": ";".join(f"{a}={v}" for a, v in sorted(kw.items())),
+                         "num_warps": getattr(cfg, "num_warps", ""),
+                         "num_stages": getattr(cfg, "num_stages", ""),
+                         "n_regs": getattr(ln, "n_regs", ""),
+                         "n_spills": getattr(ln, "n_spills", ""),
+                         "shared": getattr(ln, "shared", ""),
+                         "src": getattr(getattr(k, "fn", None), "src", "")})
+    return rows
+
+
 def profile(kind, recipe, h, t, s, b, steps):
     from torchao.float8 import Float8LinearConfig, convert_to_float8_training
     torch.manual_seed(0)
@@ -74,7 +104,8 @@ def profile(kind, recipe, h, t, s, b, steps):
             per[ev.name] += ev.device_time_total if hasattr(ev, "device_time_total") \
                 else ev.cuda_time_total
             count[ev.name] += 1
-    return wall, {k: (v / steps / 1e3, count[k] // steps) for k, v in per.items()}
+    return wall, {k: (v / steps / 1e3, count[k] // steps) for k, v in per.items()}, \
+        autotuners()
 
 
 def main(argv=None):
@@ -86,7 +117,17 @@ def main(argv=None):
     ap.add_argument("--recipe", action="append", choices=("bf16-compiled", "fp8-tensorwise", "fp8-rowwise"),
                     help="recipe to run (repeatable; default both)")
     ap.add_argument("--output", required=True)
+    ap.add_argument("--meta", help="also write each new Triton kernel's launch config, "
+                    "registers and spills to this CSV, and the source of the norm-backward "
+                    "persistent kernels beside it")
     args = ap.parse_args(argv)
+    seen = set()
+    meta_fh = open(args.meta, "w", newline="") if args.meta else None
+    meta_w = csv.writer(meta_fh) if meta_fh else None
+    if meta_w:
+        meta_w.writerow(["kind", "recipe", "hidden", "tp", "seq_len", "micro_batch",
+                         "kernel", "config", "num_warps", "num_stages", "n_regs",
+                         "n_spills", "shared"])
     with open(args.output, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["kind", "recipe", "hidden", "tp", "seq_len", "micro_batch",
@@ -95,7 +136,20 @@ def main(argv=None):
         for shp in args.shape:
             h, t, s, b = (int(v) for v in shp.split(","))
             for recipe in args.recipe or ("bf16-compiled", "fp8-tensorwise"):
-                wall, kern = profile(args.kind, recipe, h, t, s, b, args.steps)
+                wall, kern, tuners = profile(args.kind, recipe, h, t, s, b, args.steps)
+                new = [k for k in tuners if id(k) not in seen]
+                seen.update(id(k) for k in tuners)
+                if meta_w:
+                    for m in kernel_meta(new):
+                        meta_w.writerow([args.kind, recipe, h, t, s, b] + [
+                            m[c] for c in ("kernel", "config", "num_warps", "num_stages",
+                                           "n_regs", "n_spills", "shared")])
+                        if "norm_backward" in m["kernel"] and m["kernel"].startswith(
+                                "triton_per") and m["src"]:
+                            Path(args.meta).with_name(
+                                f"src_{args.kind}_{h}_{t}_{s}x{b}_{m['kernel']}.py.txt"
+                            ).write_text(m["src"])
+                    meta_fh.flush()
                 tot = defaultdict(float)
                 for name, (ms, calls) in sorted(kern.items(), key=lambda kv: -kv[1][0]):
                     tot[kernel_class(name)] += ms

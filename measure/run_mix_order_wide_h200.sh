@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Inductor's mix-order kernel at wide norms: compiled FP8 tensorwise shards of one
+# sequence profiled (measure/profile_shard.py --meta: kernel time, launch configuration,
+# registers and spills) with the mix-order reduction on (default) and off
+# (TORCHINDUCTOR_MIX_ORDER_REDUCTION=0), then held-out shard timings (grid "widenorm" of
+# measure/layer_recipes.py). Argument: rms (Llama shards, RMSNorm) or ln (GPT shards,
+# LayerNorm, and the held-out timings). Rows to $OUT.
+set -u
+part=${1:?usage: run_mix_order_wide_h200.sh rms|ln}
+source measure/torchao_env.sh
+P="python3 measure/profile_shard.py --recipe fp8-tensorwise"
+if [ "$part" = rms ]; then
+  kind=llama; both="7168,8,16384,1 8192,8,32768,1 12288,8,32768,1 16384,8,32768,1"
+  once="6144,8,16384,1 8192,8,16384,1"
+else
+  kind=gpt; both="12288,8,32768,1 16384,8,32768,1"; once="8192,8,16384,1 4096,8,8192,1"
+fi
+args() { for s in "$@"; do printf -- "--shape %s " "$s"; done; }
+$P --kind $kind $(args $once $both) --output "$OUT/kernels_mix_on_${kind}_wide.csv" \
+  --meta "$OUT/meta_mix_on_${kind}_wide.csv" 2>> "$OUT/wide.err"
+TORCHINDUCTOR_MIX_ORDER_REDUCTION=0 $P --kind $kind $(args $both) \
+  --output "$OUT/kernels_mix_off_${kind}_wide.csv" \
+  --meta "$OUT/meta_mix_off_${kind}_wide.csv" 2>> "$OUT/wide.err"
+if [ "$part" = ln ]; then
+  for k in llama gpt; do
+    python3 measure/layer_recipes.py --kind $k --recipe fp8-tensorwise --static \
+      --grid widenorm --output "$OUT/layer_recipes_wide_norm.csv" --deadline 100 \
+      2>> "$OUT/wide_timing.err"
+  done
+  cut -d, -f6,10,14,15,16,19,28 "$OUT/layer_recipes_wide_norm.csv"
+fi
+grep step "$OUT/wide.err"
+grep -h "norm_backward" "$OUT"/meta_mix_*_wide.csv | grep triton_per | cut -d, -f1-5,7-13
