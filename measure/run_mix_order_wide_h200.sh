@@ -3,26 +3,33 @@
 # sequence profiled (measure/profile_shard.py --meta: kernel time, launch configuration,
 # registers and spills) with the mix-order reduction on (default) and off
 # (TORCHINDUCTOR_MIX_ORDER_REDUCTION=0), then held-out shard timings (grid "widenorm" of
-# measure/layer_recipes.py). Argument: rms (Llama shards, RMSNorm) or ln (GPT shards,
-# LayerNorm, and the held-out timings). Rows to $OUT.
+# measure/layer_recipes.py). Argument: rms (Llama shards, RMSNorm), ln (GPT shards,
+# LayerNorm, and the held-out timings) or quick (a subset of both and the held-out Llama
+# timings, for one call of under ten minutes). Rows to $OUT.
 set -u
-part=${1:?usage: run_mix_order_wide_h200.sh rms|ln}
+part=${1:?usage: run_mix_order_wide_h200.sh rms|ln|quick}
 source measure/torchao_env.sh
 P="python3 measure/profile_shard.py --recipe fp8-tensorwise"
-if [ "$part" = rms ]; then
-  kind=llama; both="7168,8,16384,1 8192,8,32768,1 12288,8,32768,1 16384,8,32768,1"
-  once="6144,8,16384,1 8192,8,16384,1"
-else
-  kind=gpt; both="12288,8,32768,1 16384,8,32768,1"; once="8192,8,16384,1 4096,8,8192,1"
-fi
 args() { for s in "$@"; do printf -- "--shape %s " "$s"; done; }
-$P --kind $kind $(args $once $both) --output "$OUT/kernels_mix_on_${kind}_wide.csv" \
-  --meta "$OUT/meta_mix_on_${kind}_wide.csv" 2>> "$OUT/wide.err"
-TORCHINDUCTOR_MIX_ORDER_REDUCTION=0 $P --kind $kind $(args $both) \
-  --output "$OUT/kernels_mix_off_${kind}_wide.csv" \
-  --meta "$OUT/meta_mix_off_${kind}_wide.csv" 2>> "$OUT/wide.err"
-if [ "$part" = ln ]; then
-  for k in llama gpt; do
+profile() {  # kind, shapes profiled on and off, shapes profiled on only
+  local kind=$1 both=$2 once=$3
+  $P --kind $kind $(args $once $both) --output "$OUT/kernels_mix_on_${kind}_wide.csv" \
+    --meta "$OUT/meta_mix_on_${kind}_wide.csv" 2>> "$OUT/wide.err"
+  TORCHINDUCTOR_MIX_ORDER_REDUCTION=0 $P --kind $kind $(args $both) \
+    --output "$OUT/kernels_mix_off_${kind}_wide.csv" \
+    --meta "$OUT/meta_mix_off_${kind}_wide.csv" 2>> "$OUT/wide.err"
+}
+case $part in
+  rms) profile llama "7168,8,16384,1 8192,8,32768,1 12288,8,32768,1 16384,8,32768,1" \
+         "6144,8,16384,1 8192,8,16384,1" ;;
+  ln) profile gpt "12288,8,32768,1 16384,8,32768,1" "8192,8,16384,1 4096,8,8192,1" ;;
+  quick) profile llama "7168,8,16384,1 12288,8,32768,1 16384,8,32768,1" "8192,8,16384,1"
+         profile gpt "16384,8,32768,1" "8192,8,16384,1" ;;
+  *) echo "unknown part $part"; exit 2 ;;
+esac
+if [ "$part" != rms ]; then
+  kinds=$([ "$part" = quick ] && echo llama || echo "llama gpt")
+  for k in $kinds; do
     python3 measure/layer_recipes.py --kind $k --recipe fp8-tensorwise --static \
       --grid widenorm --output "$OUT/layer_recipes_wide_norm.csv" --deadline 100 \
       2>> "$OUT/wide_timing.err"
