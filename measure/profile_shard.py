@@ -40,7 +40,7 @@ def autotuners():
     import gc
     try:
         from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-    except ImportError:                        # noqa: an older layout: no metadata
+    except ImportError:                        # an older layout: no metadata
         return []
     return [o for o in gc.get_objects() if isinstance(o, CachingAutotuner)]
 

@@ -51,7 +51,7 @@ from fitting import levenberg_marquardt  # noqa: E402
 from gpulab import specs  # noqa: E402
 from gpulab.parallelism import mix_order_profiles  # noqa: E402
 from gpulab.parallelism.efficiency import (  # noqa: E402
-    recipe_shard_time, shard_terms, shard_time)
+    coefficients, recipe_shard_time, shard_terms, shard_time)
 
 RUN = "measurements/raw/h200-x1-2026-12-02-recipes-static"
 CSV = ROOT / "gpulab" / "data" / RUN / "layer_recipes_static.csv"
@@ -68,12 +68,17 @@ ONE_SEQUENCE = ROOT / "gpulab" / "data" / MIX_RUN / "layer_recipes_one_sequence.
 ONE_SEQUENCE_RW = ROOT / "gpulab" / "data" / MIX_RUN / "layer_recipes_one_sequence_rowwise.csv"
 OUT = ROOT / "gpulab" / "data" / "layer_recipes.yaml"
 GPU = specs.gpu("H200")
+#: The per-element terms' bandwidth factor on our GPU (recipe_shard_time's ``bw``).
+HBM_RATIO = coefficients("bf16")["hbm_bandwidth"] / GPU.memory_bandwidth
 FIT_HIDDEN = {2048, 4096, 8192, 16384}
 BF16 = ("bf16_gemm_scale", "memory_scale", "fixed_s")
 FP8 = ("fp8_gemm_scale", "fp8_weight_s_per_element", "fp8_activation_s_per_element",
        "fp8_fixed_s")
 HOST = ("host_bf16_s", "host_fp8_s", "host_exponent")
 MIX_NAME = "fp8_mix_order_s_per_element"
+SPILL_NAME = "fp8_mix_order_spill_s_per_row"
+WIDE_RUN = "measurements/raw/h200-x1-2026-12-03-mixorder-wide"
+WIDE_NORM = ROOT / "gpulab" / "data" / WIDE_RUN / "layer_recipes_wide_norm.csv"
 MEANING = {
     "bf16_gemm_scale": "Speed-up of the BF16 GEMM term of the eager fit when the kernels "
     "run back to back under torch.compile [1]",
@@ -94,6 +99,8 @@ MEANING = {
     "norm's backward and the FP8 cast of its transposed output into one mix-order "
     "persistent reduction (one sequence per micro-batch), at the reference HBM "
     "bandwidth [s]",
+    SPILL_NAME: "Extra time per row of the norm when that fused mix-order kernel spills "
+    "registers (gpulab.parallelism.mix_order_spills), instead of the per-element term [s]",
     "host_bf16_s": "Host issue time of one compiled BF16 shard step (forward + backward) "
     "in our runs, the floor of a shard timed on its own [s]",
     "host_fp8_s": "Host issue time of one compiled FP8 (torchao tensorwise) shard step in "
@@ -129,24 +136,26 @@ def host_issue():
     return {k: round(statistics.median(v), 5) for k, v in sorted(t.items())}
 
 
-#: The one profiled shape where the mix-order kernel costs an order of magnitude more per
-#: element (RMSNorm at width 8192): measured and reported, left out of the mean.
-MIX_EXCEPTION = ("llama", 8192)
-
-
-def mix_order_pairs():
-    """{(kind, h, tp, s, b): extra kernel time per element of tokens x hidden [s]}: the
-    profiled kernel time of class other with Inductor's mix-order fusion on (default)
-    minus the same shard with it off (TORCHINDUCTOR_MIX_ORDER_REDUCTION=0),
-    :func:`gpulab.parallelism.mix_order_profiles`."""
+def mix_order_pairs(per="element", spills=False):
+    """{(kind, h, tp, s, b): extra kernel time per element of tokens x hidden (or per
+    row) [s]}: the profiled kernel time of class other with Inductor's mix-order fusion
+    on (default) minus the same shard with it off (TORCHINDUCTOR_MIX_ORDER_REDUCTION=0),
+    :func:`gpulab.parallelism.mix_order_profiles`, for the shapes whose fused kernel
+    spills registers (``spills=True``) or does not."""
     return {(r["kind"], r["hidden"], r["tp"], r["seq_len"], r["micro_batch"]):
-            r["extra_s_per_element"] for r in mix_order_profiles()
-            if r["extra_s_per_element"] is not None}
+            r[f"extra_s_per_{per}"] for r in mix_order_profiles()
+            if r["extra_s_per_row"] is not None and r["spills"] == spills}
 
 
 def mix_order_cost():
-    """The mean of :func:`mix_order_pairs` less :data:`MIX_EXCEPTION`, and those pairs."""
-    per = {k: v for k, v in mix_order_pairs().items() if k[:2] != MIX_EXCEPTION}
+    """The mean of :func:`mix_order_pairs` (kernels that do not spill), and those pairs."""
+    per = mix_order_pairs()
+    return float(f"{statistics.mean(per.values()):.4g}"), per
+
+
+def mix_order_spill_cost():
+    """The mean per row of the spilling kernels' pairs, and those pairs."""
+    per = mix_order_pairs("row", spills=True)
     return float(f"{statistics.mean(per.values()):.4g}"), per
 
 
@@ -157,7 +166,8 @@ def held_out(k):
 def terms(k):
     kind, _, h, t, s, b, f, kv = k
     return shard_terms(h, t, s, b, qkv_out=h + 2 * kv * 128, ffn_hidden=f,
-                       swiglu=kind == "llama")
+                       swiglu=kind == "llama",
+                       norm="rmsnorm" if kind == "llama" else "layernorm")
 
 
 def model(k, coef, recipe=None, precision=None, host="ahead"):
@@ -172,6 +182,7 @@ def fit(t, keys, names, starts, fixed=None, host="ahead"):
     def res(th):
         c = dict(fixed or {}, **dict(zip(names, np.exp(th))))
         c.update({n: 1.0 for n in BF16 + FP8 + HOST if n not in c})
+        c.setdefault(SPILL_NAME, 0.0)
         return np.array([np.log(model(k, c, host=host) / t[k]) for k in keys])
     best = min((levenberg_marquardt(np.log(np.array(s0)), res) for s0 in starts),
                key=lambda th: float(res(th) @ res(th)))
@@ -202,14 +213,16 @@ def document():
     t = measured()
     synced = measured("fwd_bwd_ms")
     mix, mix_pairs = mix_order_cost()
+    spill, spill_pairs = mix_order_spill_cost()
     bf = [k for k in t if k[1] == "bf16-compiled"]
     f8 = [k for k in t if k[1] == "fp8-tensorwise"]
     c = fit(t, sorted(k for k in bf if not held_out(k)), BF16,
             ([1.0, 1.0, 1e-4], [1.2, 0.5, 1e-5], [0.9, 0.3, 3e-4]))
     fit8 = sorted(k for k in f8 if not held_out(k))
     c = fit(t, fit8, FP8, ([1.0, 1e-12, 1e-12, 1e-4], [1.3, 1e-11, 1e-13, 1e-5],
-                           [0.8, 1e-13, 1e-11, 3e-4]), fixed=dict(c, **{MIX_NAME: mix}))
-    bf16_only = {n: c[n] for n in BF16 + (MIX_NAME,)}
+                           [0.8, 1e-13, 1e-11, 3e-4]),
+            fixed=dict(c, **{MIX_NAME: mix, SPILL_NAME: spill}))
+    bf16_only = {n: c[n] for n in BF16 + (MIX_NAME, SPILL_NAME)}
     rw = [k for k in t if k[1] == "fp8-rowwise"]
     fit_rw = sorted(k for k in rw if not held_out(k))
     crw = fit(t, fit_rw, FP8, ([1.0, 1e-12, 1e-12, 1e-4], [1.3, 1e-11, 1e-13, 1e-5],
@@ -238,9 +251,20 @@ def document():
                   "(TORCHINDUCTOR_MIX_ORDER_REDUCTION=0), over tokens x hidden, the mean of "
                   + ", ".join(f"{k[0]} {k[1]}/TP{k[2]} {k[3]}x{k[4]}: {v:.3g}"
                               for k, v in sorted(mix_pairs.items()))
-                  + " s per element (left out: RMSNorm at width 8192, llama 8192/TP8 "
-                  "16384x1, an order of magnitude more per element; see checks/"
-                  "mix_order_s_per_element_measured)",
+                  + " s per element (the kernels that do not spill registers; see "
+                  "checks/mix_order_s_per_element_measured)",
+        "accessed": "2026-12-03"}
+    doc["compiled"][SPILL_NAME] = {
+        "value": spill, "kind": "measured", "meaning": MEANING[SPILL_NAME],
+        "source": "Measured (not fitted) by scripts/fit_layer_recipes.py from the kernel "
+                  f"profiles in gpulab/data/{MIX_RUN} and gpulab/data/{WIDE_RUN} (the same "
+                  "machine and software, 2026-12-03; Triton's register and spill counts "
+                  "in its meta_*.csv): kernel time of class other per step with the "
+                  "mix-order reduction on minus off, over tokens, the mean of the shapes "
+                  "whose fused kernel spills, "
+                  + ", ".join(f"{k[0]} {k[1]}/TP{k[2]} {k[3]}x{k[4]}: {v:.4g}"
+                              for k, v in sorted(spill_pairs.items()))
+                  + " s per row",
         "accessed": "2026-12-03"}
     src_rw = (f"Derived: fitted by scripts/fit_layer_recipes.py to the queued times of the "
               f"{len(fit_rw)} fp8-rowwise Llama rows of the fit grid in gpulab/data/{RUN}/"
@@ -260,7 +284,8 @@ def document():
     t16 = measured(path=TOKENS_16K)          # held out: never in a fit
     one = measured(path=ONE_SEQUENCE)        # held out: never in a fit
     one_rw = measured(path=ONE_SEQUENCE_RW)  # held out: never in a fit
-    no_mix = dict(c, **{MIX_NAME: 0.0})
+    no_mix = dict(c, **{MIX_NAME: 0.0, SPILL_NAME: 0.0})
+    wide = measured(path=WIDE_NORM)          # held out: never in a fit
     dyn8 = [k for k in dyn if k[1] == "fp8-tensorwise"]
     fits = {k for k in t if not held_out(k)}
     rows = lambda rec, fitted: {k: v for k, v in new.items()           # noqa: E731
@@ -290,7 +315,17 @@ def document():
         "mix_order_s_per_element_measured": {
             f"{k[0]} {k[1]}/TP{k[2]} {k[3]}x{k[4]}": float(f"{v:.4g}")
             for k, v in sorted(mix_order_pairs().items())},
+        "mix_order_spill_s_per_row_measured": {
+            f"{k[0]} {k[1]}/TP{k[2]} {k[3]}x{k[4]}": float(f"{v:.4g}")
+            for k, v in sorted(spill_pairs.items())},
         "one_sequence_held_out": by_band(errors(one, list(one), lambda k: model(k, c))),
+        "wide_norm_held_out": {
+            f"{k[0]} {k[2]}/TP{k[3]} {k[4]}x{k[5]}": round(v, 4)
+            for k, v in sorted(errors(wide, list(wide), lambda k: model(k, c)).items())},
+        "wide_norm_held_out_with_the_per_element_term": {
+            f"{k[0]} {k[2]}/TP{k[3]} {k[4]}x{k[5]}": round(v, 4)
+            for k, v in sorted(errors(wide, list(wide), lambda k: model(
+                k, dict(c, **{SPILL_NAME: c[MIX_NAME] * k[2] * HBM_RATIO}))).items())},
         "one_sequence_rowwise_held_out": by_band(errors(
             one_rw, list(one_rw), lambda k: model(k, c_rw))),
         "one_sequence_held_out_without_mix_order_term": by_band(errors(

@@ -116,6 +116,7 @@ from .efficiency import (  # noqa: F401
     MIX_ORDER_MAX_WIDTH,
     MIX_ORDER_MIN_ELEMENTS,
     MIX_ORDER_MIN_ROWS,
+    MIX_ORDER_SPILL_FREE_WIDTH,
     PRECISIONS,
     RECIPES,
     attention_backend_check,
@@ -123,6 +124,7 @@ from .efficiency import (  # noqa: F401
     attention_time_check,
     layer_efficiency,
     mix_order_fused,
+    mix_order_spills,
     stage_compute_time,
 )
 from .fp8 import (  # noqa: F401
@@ -132,6 +134,7 @@ from .fp8 import (  # noqa: F401
     fp8_speedup_curve,
     measured_fp8_speedups,
     mix_order_profiles,
+    mix_order_kernels,
     recipe_runs,
 )
 from .power import (  # noqa: F401
@@ -229,7 +232,9 @@ __all__ = [
     "RECIPES",
     "layer_efficiency",
     "mix_order_fused",
+    "mix_order_spills",
     "MIX_ORDER_MIN_ROWS",
+    "MIX_ORDER_SPILL_FREE_WIDTH",
     "MIX_ORDER_MIN_ELEMENTS",
     "MIX_ORDER_MAX_WIDTH",
     "stage_compute_time",
@@ -239,6 +244,7 @@ __all__ = [
     "fp8_speedup_curve",
     "measured_fp8_speedups",
     "mix_order_profiles",
+    "mix_order_kernels",
     "recipe_runs",
     "bubble_fraction",
     "StepTime",

@@ -67,7 +67,7 @@ import numpy as np
 
 from .. import measurements, specs
 from .._validate import check_choice, check_int
-from .model import model as model_preset
+from .model import NORMS, model as model_preset
 from .power import clock_factor
 
 #: Precisions of the layer-shard model.
@@ -211,14 +211,17 @@ def attention_time_check(backend="flash"):
 
 
 def shard_terms(hidden, tp, seq_len, micro_batch, *, qkv_out=None, ffn_hidden=None,
-                swiglu=False, kv_len=None):
+                swiglu=False, kv_len=None, norm="layernorm"):
     """Work terms of one TP shard of one layer, forward + backward (dict).
 
     ``qkv_out``: QKV output width of the whole layer (default 3 x hidden, multi-head);
     ``ffn_hidden``: MLP inner size (default 4 x hidden); ``swiglu``: fc1 is 2 x wide;
     ``kv_len``: keys each query attends over (default ``seq_len``; with context
-    parallelism a rank holds ``seq_len / cp`` queries of a sequence of ``kv_len``).
+    parallelism a rank holds ``seq_len / cp`` queries of a sequence of ``kv_len``);
+    ``norm``: the layer's norm (``"layernorm"`` or ``"rmsnorm"``; it decides where the compiled FP8
+    recipe's fused norm kernel spills, :func:`mix_order_spills`).
     """
+    check_choice("norm", norm, NORMS)
     h, t = float(hidden), float(tp)
     tokens = float(seq_len) * float(micro_batch)
     keys = float(seq_len if kv_len is None else kv_len)
@@ -231,6 +234,7 @@ def shard_terms(hidden, tp, seq_len, micro_batch, *, qkv_out=None, ffn_hidden=No
     return {"gemm_flops": gemm, "gemm_thin": thin,
             "cast_elements": tokens * sum(k + n for k, n in dims),
             "norm_rows": tokens, "norm_width": h, "sequences": float(micro_batch),
+            "rms_norm": float(norm == "rmsnorm"),
             "attention_flops": 12.0 * tokens * keys * h / t, "q_len": float(seq_len),
             "full_width_elements": tokens * h, "shard_width_elements": tokens * h / t,
             "weight_elements": sum(k * n for k, n in dims)}
@@ -285,7 +289,8 @@ def shard_time(terms, gpu_spec, precision, coef=None, attention_scale=1.0):
 #: Names of the compiled-recipe constants in ``data/layer_recipes.yaml`` ("compiled/<name>").
 RECIPE_CONSTANTS = ("bf16_gemm_scale", "memory_scale", "fixed_s", "fp8_gemm_scale",
                     "fp8_weight_s_per_element", "fp8_activation_s_per_element",
-                    "fp8_fixed_s", "fp8_mix_order_s_per_element", "host_bf16_s",
+                    "fp8_fixed_s", "fp8_mix_order_s_per_element",
+                    "fp8_mix_order_spill_s_per_row", "host_bf16_s",
                     "host_fp8_s", "host_exponent")
 #: The FP8 constants fitted again for rowwise scaling ("compiled-rowwise/<name>").
 ROWWISE_CONSTANTS = ("fp8_gemm_scale", "fp8_weight_s_per_element",
@@ -298,6 +303,9 @@ ROWWISE_CONSTANTS = ("fp8_gemm_scale", "fp8_weight_s_per_element",
 MIX_ORDER_MIN_ELEMENTS = 5 * 2 ** 20
 MIX_ORDER_MIN_ROWS = 4096
 MIX_ORDER_MAX_WIDTH = 16384
+#: The widest norm, per kind, whose fused mix-order kernel did not spill registers in our
+#: profiles; wider ones spill (:func:`mix_order_spills`).
+MIX_ORDER_SPILL_FREE_WIDTH = {"layernorm": 8192, "rmsnorm": 6144}
 
 
 def mix_order_fused(rows, width, sequences=1):
@@ -330,6 +338,41 @@ def mix_order_fused(rows, width, sequences=1):
     check_int("sequences", sequences, low=1)
     return (sequences == 1 and rows >= MIX_ORDER_MIN_ROWS and rows >= 2 * width
             and rows * width >= MIX_ORDER_MIN_ELEMENTS and width <= MIX_ORDER_MAX_WIDTH)
+
+
+def mix_order_spills(width, norm="layernorm"):
+    r"""Whether the fused mix-order kernel of a norm this wide spills registers.
+
+    The kernel holds a whole row per thread block: Inductor (PyTorch 2.11) rounds the
+    width up to a power of two :math:`R` and launched it with :math:`R / 1024` warps in
+    every profile (8 at 8192, 16 at 16384), so each thread keeps 32 values of every
+    row-long tensor it needs, and an SM's 65,536 registers leave it
+    :math:`\min(255, 2^{21}/R)`. Triton reported, for that kernel: LayerNorm at 8192,
+    255 registers and 6 spilled; LayerNorm at 16384, the 128 allowed and 212 spilled;
+    RMSNorm at 8192, 594 spilled. A spilling kernel then costs about a microsecond per
+    row (``fp8_mix_order_spill_s_per_row``), ten times the kernels it replaces. RMSNorm
+    at 6144 did not spill (its kernel cost what the others cost per element).
+
+    The rule is read from those profiles, not derived: at most
+    :data:`MIX_ORDER_SPILL_FREE_WIDTH` per norm does not spill, wider does. Widths past
+    8192 (16 warps, 128 registers) spill for both norms, as the LayerNorm kernel that
+    needed 255 registers at 8192 must; RMSNorm between 6144 and 8192 was not profiled
+    and is taken to spill like 8192.
+
+    Parameters
+    ----------
+    width : int
+        The norm's width (the hidden size).
+    norm : {"layernorm", "rmsnorm"}
+
+    Examples
+    --------
+    >>> mix_order_spills(8192), mix_order_spills(8192, "rmsnorm"), mix_order_spills(16384)
+    (False, True, True)
+    """
+    check_int("width", width, low=1)
+    check_choice("norm", norm, NORMS)
+    return width > MIX_ORDER_SPILL_FREE_WIDTH[norm]
 
 
 def _terms_fused(terms):
@@ -406,9 +449,10 @@ def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None, host="ahead
     per row, column by column, and costs :math:`c_m` per element of rows x width more
     than the kernels it replaces (``fp8_mix_order_s_per_element``, measured with the
     fusion on and off, ``TORCHINDUCTOR_MIX_ORDER_REDUCTION=0``, on our H200; not fitted).
-    With two or more sequences per micro-batch our runs never showed it. Not carried: the
-    one width where the fused kernel cost an order of magnitude more per element (RMSNorm
-    at 8192, 16384 rows: measured, see ``mix_order_profiles``). Rowwise scaling meets the
+    With two or more sequences per micro-batch our runs never showed it. Where that kernel
+    spills registers (:func:`mix_order_spills`: RMSNorm wider than 6144, LayerNorm wider
+    than 8192) it costs instead :math:`c_r` per row (``fp8_mix_order_spill_s_per_row``,
+    measured the same way; taken as it is on other GPUs, an assumption). Rowwise scaling meets the
     same fusion, but there it saved time in our profile, and ``"compiled-rowwise"``
     carries no such term.
 
@@ -454,8 +498,12 @@ def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None, host="ahead
                    + k["fp8_activation_s_per_element"] * terms["cast_elements"]) \
             + k["fp8_fixed_s"]
         if recipe == "compiled" and _terms_fused(terms):
-            g += bw * k["fp8_mix_order_s_per_element"] \
-                * terms["norm_rows"] * terms["norm_width"]
+            if mix_order_spills(int(terms["norm_width"]),
+                                NORMS[int(terms["rms_norm"])]):
+                g += k["fp8_mix_order_spill_s_per_row"] * terms["norm_rows"]
+            else:
+                g += bw * k["fp8_mix_order_s_per_element"] \
+                    * terms["norm_rows"] * terms["norm_width"]
     if host == "synced":
         h, q = k[f"host_{precision}_s"], k["host_exponent"]
         g = (g ** q + h ** q) ** (1.0 / q)
@@ -644,7 +692,8 @@ def _spec_terms(m, tp, seq_len, micro_batch, cp, sp=False):
     d = m.hidden // m.heads
     terms = shard_terms(m.hidden, tp, seq_len // cp, micro_batch,
                         qkv_out=m.hidden + 2 * m.kv_heads * d,
-                        ffn_hidden=m.ffn_hidden, swiglu=m.mlp == "swiglu", kv_len=seq_len)
+                        ffn_hidden=m.ffn_hidden, swiglu=m.mlp == "swiglu", kv_len=seq_len,
+                        norm=m.norm)
     if sp and tp > 1:                  # sequence parallelism: the norm holds 1/tp of the rows
         terms["norm_rows"] = terms["norm_rows"] / tp
     return terms

@@ -19,12 +19,13 @@ import statistics
 
 from .. import specs
 from .._validate import check_choice, check_int
-from .efficiency import (RECIPES, mix_order_fused, recipe_shard_time,
+from .efficiency import (RECIPES, mix_order_fused, mix_order_spills, recipe_shard_time,
                          shard_terms)
 
 __all__ = ["fp8_speedup", "fp8_speedup_curve", "recipe_runs", "measured_fp8_speedups",
            "mix_order_profiles", "RECIPE_RUNS", "ONE_SEQUENCE_RUNS",
-           "ONE_SEQUENCE_ROWWISE_RUNS", "MIX_ORDER_RUN"]
+           "ONE_SEQUENCE_ROWWISE_RUNS", "MIX_ORDER_RUN", "MIX_ORDER_WIDE_RUN",
+           "WIDE_NORM_RUNS", "mix_order_kernels"]
 
 #: Our compiled-recipe runs (1x H200 SXM, PyTorch 2.11, torchao 0.18, 2026-12-02).
 RECIPE_RUNS = ("measurements/raw/h200-x1-2026-12-02-recipes-static/"
@@ -45,6 +46,11 @@ ONE_SEQUENCE_ROWWISE_RUNS = ("measurements/raw/h200-x1-2026-12-03-mixorder/"
                              "layer_recipes_one_sequence_rowwise.csv")
 #: Kernel profiles of compiled FP8 shards with Inductor's mix-order fusion on and off.
 MIX_ORDER_RUN = "measurements/raw/h200-x1-2026-12-03-mixorder"
+#: The same at wide norms (LayerNorm 16384), with each kernel's registers and spills,
+#: and held-out Llama shards of one sequence at RMSNorm widths 7168-12288.
+MIX_ORDER_WIDE_RUN = "measurements/raw/h200-x1-2026-12-03-mixorder-wide"
+#: Our held-out runs of those wide-norm shards (grid "widenorm").
+WIDE_NORM_RUNS = f"{MIX_ORDER_WIDE_RUN}/layer_recipes_wide_norm.csv"
 #: Hidden sizes of the Llama fit grid; every other row is held out of the fits.
 FIT_HIDDEN = (2048, 4096, 8192, 16384)
 _COMPILED = ("bf16-compiled", "fp8-tensorwise", "fp8-rowwise")
@@ -140,6 +146,8 @@ def _runs():
                                   (GPT_RUNS, _COMPILED, "fwd_bwd_queued_ms"),
                                   (ONE_SEQUENCE_RUNS, ("fp8-tensorwise",),
                                    "fwd_bwd_queued_ms"),
+                                  (WIDE_NORM_RUNS, ("fp8-tensorwise",),
+                                   "fwd_bwd_queued_ms"),
                                   (ONE_SEQUENCE_ROWWISE_RUNS, ("fp8-rowwise",),
                                    "fwd_bwd_queued_ms"),
                                   (EAGER_RUNS, ("bf16-eager", "fp8-tensorwise-eager"),
@@ -149,7 +157,8 @@ def _runs():
                 continue
             k = (r["kind"], r["recipe"], int(r["hidden"]), int(r["tp"]),
                  int(r["seq_len"]), int(r["micro_batch"]))
-            single = path in (ONE_SEQUENCE_RUNS, ONE_SEQUENCE_ROWWISE_RUNS)
+            single = path in (ONE_SEQUENCE_RUNS, ONE_SEQUENCE_ROWWISE_RUNS,
+                              WIDE_NORM_RUNS)
             if single and k in times:
                 raise ValueError(f"{path}: shape {k} is in another run too")
             times.setdefault(k, []).append(float(r[column]) * 1e-3)
@@ -165,7 +174,8 @@ def _runs():
         grid, f, kv = meta[k]
         precision, model_recipe = _RECIPE_NAMES[recipe]
         terms = shard_terms(h, t, s, b, qkv_out=h + 2 * kv * 128, ffn_hidden=f,
-                            swiglu=kind == "llama")
+                            swiglu=kind == "llama",
+                            norm="rmsnorm" if kind == "llama" else "layernorm")
         model = (recipe_shard_time(terms, g, precision, model_recipe)
                  if model_recipe else None)
         measured = statistics.median(times[k])
@@ -264,14 +274,19 @@ def _profile_files():
     names += [f"kernels_mix_{m}_{k}.csv" for m in ("on", "off") for k in ("gpt", "llama")]
     names += [f"kernels_mix_{m}_{s}_16384x1.csv" for m in ("on", "off")
               for s in ("gpt_8192", "llama_6144", "llama_8192")]
-    return [(n, "off" if "_off_" in n else "on") for n in names]
+    out = [(f"{MIX_ORDER_RUN}/{n}", "off" if "_off_" in n else "on") for n in names]
+    # the wide run repeats two "on" profiles of the first (kept there) and adds GPT
+    # 16384 on and off, and Llama 7168 off
+    out += [(f"{MIX_ORDER_WIDE_RUN}/kernels_mix_{m}_{k}_wide.csv", m)
+            for m in ("on", "off") for k in ("gpt", "llama")]
+    return out
 
 
 @functools.lru_cache(maxsize=1)
 def _profiles():
     out = {}
     for name, mode in _profile_files():
-        text = specs.read_data_text(f"{MIX_ORDER_RUN}/{name}")
+        text = specs.read_data_text(name)
         mine = {}
         for r in csv.DictReader(io.StringIO(text)):
             k = (r["kind"], int(r["hidden"]), int(r["tp"]), int(r["seq_len"]),
@@ -287,7 +302,9 @@ def _profiles():
                 d["fused_ms"] += ms
         for k, d in mine.items():
             if mode in out.setdefault(k, {}):
-                raise ValueError(f"{name}: shape {k} profiled {mode} twice")
+                if MIX_ORDER_WIDE_RUN not in name:
+                    raise ValueError(f"{name}: shape {k} profiled {mode} twice")
+                continue                   # a repeat in the later run: the first kept
             out[k][mode] = d
     return out
 
@@ -296,7 +313,7 @@ def mix_order_profiles():
     """Our kernel profiles of compiled FP8 shards, with the mix-order rule beside each.
 
     ``measure/profile_shard.py`` on 1x H200 (PyTorch 2.11, torchao 0.18 tensorwise,
-    static compile; ``data/measurements/raw/h200-x1-2026-12-03-mixorder``): per shape,
+    static compile; :data:`MIX_ORDER_RUN` and :data:`MIX_ORDER_WIDE_RUN`): per shape,
     the kernel time of class "other" per step with Inductor's mix-order reduction on
     (the default) and, where profiled, off (``TORCHINDUCTOR_MIX_ORDER_REDUCTION=0``), and
     the time of the persistent kernel that fuses the norm's backward with an FP8 cast.
@@ -305,15 +322,19 @@ def mix_order_profiles():
     -------
     list of dict
         kind, hidden, tp, seq_len, micro_batch, rule (:func:`mix_order_fused` for the
-        shard's rows and width), fused_ms (that kernel's time with the fusion on; 0 when
-        the compiler did not emit it), other_on_ms, other_off_ms (None where not
-        profiled off) and extra_s_per_element ((on - off) / (tokens x hidden), or None).
+        shard's rows and width), spills (:func:`mix_order_spills` for its width and norm:
+        RMSNorm for Llama, LayerNorm for GPT), fused_ms (that kernel's time with the
+        fusion on; 0 when the compiler did not emit it), other_on_ms, other_off_ms (None
+        where not profiled off), extra_s_per_element ((on - off) / (tokens x hidden), or
+        None) and extra_s_per_row ((on - off) / tokens, or None).
 
     Examples
     --------
     >>> rows = mix_order_profiles()
     >>> all(r["rule"] == (r["fused_ms"] > 0) for r in rows)
     True
+    >>> sorted((r["kind"], r["hidden"]) for r in rows if r["spills"] and r["rule"])
+    [('gpt', 16384), ('llama', 8192)]
     """
     out = []
     for k, d in sorted(_profiles().items()):
@@ -322,10 +343,55 @@ def mix_order_profiles():
         if on is None:
             continue
         extra = None if off is None else \
-            (on["other_ms"] - off["other_ms"]) * 1e-3 / (s * b * h)
+            (on["other_ms"] - off["other_ms"]) * 1e-3 / (s * b)
         out.append({"kind": kind, "hidden": h, "tp": t, "seq_len": s, "micro_batch": b,
-                    "rule": mix_order_fused(s * b, h, b), "fused_ms": on["fused_ms"],
+                    "rule": mix_order_fused(s * b, h, b),
+                    "spills": mix_order_spills(h, _NORM[kind]), "fused_ms": on["fused_ms"],
                     "other_on_ms": on["other_ms"],
                     "other_off_ms": None if off is None else off["other_ms"],
-                    "extra_s_per_element": extra})
+                    "extra_s_per_element": None if extra is None else extra / h,
+                    "extra_s_per_row": extra})
+    return out
+
+
+_NORM = {"gpt": "layernorm", "llama": "rmsnorm"}
+
+
+def mix_order_kernels():
+    """Registers and spills of the fused mix-order kernels, as Triton compiled them.
+
+    ``measure/profile_shard.py --meta`` (:data:`MIX_ORDER_WIDE_RUN`): for each profiled
+    shard, the persistent kernels that compute a norm's backward (those Inductor launched
+    on its mix-order grid: ``RSPLIT_SIZE`` in the configuration), with the launch
+    configuration and what the compiled binary reports.
+
+    Returns
+    -------
+    list of dict
+        kind, hidden, tp, seq_len, kernel, casts (True where the kernel also writes the
+        FP8 copy: ``_scaled_mm`` in its name), num_warps, registers (per thread),
+        spills, mix (True with the fusion on).
+
+    Examples
+    --------
+    >>> k = [r for r in mix_order_kernels() if r["casts"] and r["mix"]]
+    >>> sorted((r["kind"], r["hidden"], r["num_warps"], r["spills"]) for r in k)
+    [('gpt', 8192, 8, 6), ('gpt', 16384, 16, 212), ('llama', 8192, 8, 594)]
+    """
+    out = []
+    # the Llama "on" file did not come back from the machine; the command printed its
+    # fused kernel's line, kept as meta_mix_on_llama_wide_printed.csv
+    for mode, name in (("on", "gpt_wide"), ("off", "gpt_wide"), ("off", "llama_wide"),
+                       ("on", "llama_wide_printed")):
+        text = specs.read_data_text(f"{MIX_ORDER_WIDE_RUN}/meta_mix_{mode}_{name}.csv")
+        for r in csv.DictReader(io.StringIO(text)):
+            n = r["kernel"]
+            if not (n.startswith("triton_per") and "norm_backward" in n
+                    and "RSPLIT_SIZE" in r["config"]):
+                continue
+            out.append({"kind": r["kind"], "hidden": int(r["hidden"]), "tp": int(r["tp"]),
+                        "seq_len": int(r["seq_len"]), "kernel": n,
+                        "casts": "_scaled_mm" in n, "num_warps": int(r["num_warps"]),
+                        "registers": int(r["n_regs"]), "spills": int(r["n_spills"]),
+                        "mix": mode == "on"})
     return out

@@ -55,6 +55,8 @@ CASES += [
           "gpu": CHOICE("V100"), "recipe": CHOICE("fused")}),
     Case(par.mix_order_fused, {"rows": 8192, "width": 4096, "sequences": 1},
          {"rows": INT(1), "width": INT(1), "sequences": INT(1)}),
+    Case(par.mix_order_spills, {"width": 8192, "norm": "rmsnorm"},
+         {"width": INT(1), "norm": CHOICE("RMSNorm", "batchnorm")}),
     Case(par.recipe_runs, {"recipe": "fp8-tensorwise", "kind": "llama"},
          {"recipe": ["fp8", "", 3, True, ["x"], "bf16"],
           "kind": ["no-such-thing", "", 3, True, ["x"], "Llama", "moe"]}),
@@ -68,7 +70,8 @@ CASES += [
     Case(par.published_fp8_summary, {"recipe": "compiled"},
          {"recipe": CHOICE("te", "Compiled")}),
 ]
-NO_ARGS = {par.measured_fp8_speedups, par.published_fp8_rows, par.mix_order_profiles}
+NO_ARGS = {par.measured_fp8_speedups, par.published_fp8_rows, par.mix_order_profiles,
+           par.mix_order_kernels}
 
 _H100 = specs.gpu("H100", "SXM5 96GB HBM2e")
 _SPEC_BAD = [None, "H100", 3, True, {"name": "H100"}]
