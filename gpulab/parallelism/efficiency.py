@@ -218,8 +218,8 @@ def shard_terms(hidden, tp, seq_len, micro_batch, *, qkv_out=None, ffn_hidden=No
     ``ffn_hidden``: MLP inner size (default 4 x hidden); ``swiglu``: fc1 is 2 x wide;
     ``kv_len``: keys each query attends over (default ``seq_len``; with context
     parallelism a rank holds ``seq_len / cp`` queries of a sequence of ``kv_len``);
-    ``norm``: the layer's norm (``"layernorm"`` or ``"rmsnorm"``; it decides where the compiled FP8
-    recipe's fused norm kernel spills, :func:`mix_order_spills`).
+    ``norm``: the layer's norm (``"layernorm"`` or ``"rmsnorm"``; it decides where the
+    compiled FP8 recipe's fused norm kernel spills, :func:`mix_order_spills`).
     """
     check_choice("norm", norm, NORMS)
     h, t = float(hidden), float(tp)
@@ -351,7 +351,8 @@ def mix_order_spills(width, norm="layernorm"):
     255 registers and 6 spilled; LayerNorm at 16384, the 128 allowed and 212 spilled;
     RMSNorm at 8192, 594 spilled. A spilling kernel then costs about a microsecond per
     row (``fp8_mix_order_spill_s_per_row``), ten times the kernels it replaces. RMSNorm
-    at 6144 did not spill (its kernel cost what the others cost per element).
+    at 6144 cost per element what the kernels that fit cost (its register counts were
+    not recorded).
 
     The rule is read from those profiles, not derived: at most
     :data:`MIX_ORDER_SPILL_FREE_WIDTH` per norm does not spill, wider does. Widths past
@@ -498,8 +499,8 @@ def recipe_shard_time(terms, gpu_spec, precision, recipe, coef=None, host="ahead
                    + k["fp8_activation_s_per_element"] * terms["cast_elements"]) \
             + k["fp8_fixed_s"]
         if recipe == "compiled" and _terms_fused(terms):
-            if mix_order_spills(int(terms["norm_width"]),
-                                NORMS[int(terms["rms_norm"])]):
+            norm = "rmsnorm" if terms["rms_norm"] else "layernorm"
+            if mix_order_spills(int(terms["norm_width"]), norm):
                 g += k["fp8_mix_order_spill_s_per_row"] * terms["norm_rows"]
             else:
                 g += bw * k["fp8_mix_order_s_per_element"] \
