@@ -11,8 +11,8 @@ part=${1:?usage: run_mix_order_wide_h200.sh rms|ln|quick}
 source measure/torchao_env.sh
 P="python3 measure/profile_shard.py --recipe fp8-tensorwise"
 args() { for s in "$@"; do printf -- "--shape %s " "$s"; done; }
-profile() {  # kind, shapes profiled on and off, shapes profiled on only
-  local kind=$1 both=$2 once=$3 tag=${1}_wide${2:+_${2%% *}}${3:+_${3%% *}}
+profile() {  # kind, shapes profiled on and off, shapes profiled on only[, file suffix]
+  local kind=$1 both=$2 once=$3 tag=${1}_wide${4:+_$4}
   $P --kind $kind $(args $once $both) --output "$OUT/kernels_mix_on_${tag}.csv" \
     --meta "$OUT/meta_mix_on_${tag}.csv" 2>> "$OUT/wide.err"
   [ -n "$both" ] && TORCHINDUCTOR_MIX_ORDER_REDUCTION=0 $P --kind $kind $(args $both) \
@@ -26,8 +26,8 @@ case $part in
   quick) profile llama "7168,8,16384,1 12288,8,32768,1 16384,8,32768,1" "8192,8,16384,1"
          profile gpt "16384,8,32768,1" "8192,8,16384,1" ;;
   spill)  # one process per shape (a second Llama shape in one process failed to profile)
-    for shp in 6144,8,16384,1 7168,8,16384,1; do profile llama "" "$shp"; done
-    profile gpt "12288,8,32768,1" "" ;;
+    for h in 6144 7168; do profile llama "" "$h,8,16384,1" "$h"; done
+    profile gpt "12288,8,32768,1" "" 12288 ;;
   *) echo "unknown part $part"; exit 2 ;;
 esac
 if [ "$part" = rms ] || [ "$part" = ln ] || [ "$part" = quick ]; then
