@@ -136,15 +136,17 @@ def host_issue():
     return {k: round(statistics.median(v), 5) for k, v in sorted(t.items())}
 
 
-def mix_order_pairs(per="element", spills=False):
+def mix_order_pairs(per="element", spills=False, held_out=False):
     """{(kind, h, tp, s, b): extra kernel time per element of tokens x hidden (or per
     row) [s]}: the profiled kernel time of class other with Inductor's mix-order fusion
     on (default) minus the same shard with it off (TORCHINDUCTOR_MIX_ORDER_REDUCTION=0),
     :func:`gpulab.parallelism.mix_order_profiles`, for the shapes whose fused kernel
-    spills registers (``spills=True``) or does not."""
+    spills registers (``spills=True``) or does not; ``held_out``: the profiles taken
+    after the term was set instead."""
     return {(r["kind"], r["hidden"], r["tp"], r["seq_len"], r["micro_batch"]):
             r[f"extra_s_per_{per}"] for r in mix_order_profiles()
-            if r["extra_s_per_row"] is not None and r["spills"] == spills}
+            if r["extra_s_per_row"] is not None and r["spills"] == spills
+            and r["held_out"] == held_out}
 
 
 def mix_order_cost():
@@ -318,6 +320,9 @@ def document():
         "mix_order_spill_s_per_row_measured": {
             f"{k[0]} {k[1]}/TP{k[2]} {k[3]}x{k[4]}": float(f"{v:.4g}")
             for k, v in sorted(spill_pairs.items())},
+        "mix_order_spill_s_per_row_held_out": {
+            f"{k[0]} {k[1]}/TP{k[2]} {k[3]}x{k[4]}": round(spill / v - 1.0, 4)
+            for k, v in sorted(mix_order_pairs("row", True, True).items())},
         "one_sequence_held_out": by_band(errors(one, list(one), lambda k: model(k, c))),
         "wide_norm_held_out": {
             f"{k[0]} {k[2]}/TP{k[3]} {k[4]}x{k[5]}": round(v, 4)

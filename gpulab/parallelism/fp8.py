@@ -25,7 +25,7 @@ from .efficiency import (RECIPES, mix_order_fused, mix_order_spills, recipe_shar
 __all__ = ["fp8_speedup", "fp8_speedup_curve", "recipe_runs", "measured_fp8_speedups",
            "mix_order_profiles", "RECIPE_RUNS", "ONE_SEQUENCE_RUNS",
            "ONE_SEQUENCE_ROWWISE_RUNS", "MIX_ORDER_RUN", "MIX_ORDER_WIDE_RUN",
-           "WIDE_NORM_RUNS", "mix_order_kernels"]
+           "WIDE_NORM_RUNS", "MIX_ORDER_SPILL_RUN", "mix_order_kernels"]
 
 #: Our compiled-recipe runs (1x H200 SXM, PyTorch 2.11, torchao 0.18, 2026-12-02).
 RECIPE_RUNS = ("measurements/raw/h200-x1-2026-12-02-recipes-static/"
@@ -49,6 +49,9 @@ MIX_ORDER_RUN = "measurements/raw/h200-x1-2026-12-03-mixorder"
 #: The same at wide norms (LayerNorm 16384), with each kernel's registers and spills,
 #: and held-out Llama shards of one sequence at RMSNorm widths 7168-12288.
 MIX_ORDER_WIDE_RUN = "measurements/raw/h200-x1-2026-12-03-mixorder-wide"
+#: Profiles taken after the spill term was set (held out of it): RMSNorm 6144 and 7168,
+#: LayerNorm 12288 with the fusion on and off.
+MIX_ORDER_SPILL_RUN = "measurements/raw/h200-x1-2026-12-03-mixorder-spill"
 #: Our held-out runs of those wide-norm shards (grid "widenorm").
 WIDE_NORM_RUNS = f"{MIX_ORDER_WIDE_RUN}/layer_recipes_wide_norm.csv"
 #: Hidden sizes of the Llama fit grid; every other row is held out of the fits.
@@ -274,18 +277,23 @@ def _profile_files():
     names += [f"kernels_mix_{m}_{k}.csv" for m in ("on", "off") for k in ("gpt", "llama")]
     names += [f"kernels_mix_{m}_{s}_16384x1.csv" for m in ("on", "off")
               for s in ("gpt_8192", "llama_6144", "llama_8192")]
-    out = [(f"{MIX_ORDER_RUN}/{n}", "off" if "_off_" in n else "on") for n in names]
+    out = [(f"{MIX_ORDER_RUN}/{n}", "off" if "_off_" in n else "on", False) for n in names]
     # the wide run repeats two "on" profiles of the first (kept there) and adds GPT
     # 16384 on and off, and Llama 7168 off
-    out += [(f"{MIX_ORDER_WIDE_RUN}/kernels_mix_{m}_{k}_wide.csv", m)
+    out += [(f"{MIX_ORDER_WIDE_RUN}/kernels_mix_{m}_{k}_wide.csv", m, False)
             for m in ("on", "off") for k in ("gpt", "llama")]
+    # held out of the spill term: Llama 6144 on (a repeat, the first kept) and 7168 on,
+    # GPT 12288 on and off
+    out += [(f"{MIX_ORDER_SPILL_RUN}/kernels_mix_{n}.csv", n[:n.index("_")], True)
+            for n in ("on_llama_wide_6144", "on_llama_wide_7168", "on_gpt_wide_12288",
+                      "off_gpt_wide_12288")]
     return out
 
 
 @functools.lru_cache(maxsize=1)
 def _profiles():
     out = {}
-    for name, mode in _profile_files():
+    for name, mode, held in _profile_files():
         text = specs.read_data_text(name)
         mine = {}
         for r in csv.DictReader(io.StringIO(text)):
@@ -302,10 +310,11 @@ def _profiles():
                 d["fused_ms"] += ms
         for k, d in mine.items():
             if mode in out.setdefault(k, {}):
-                if MIX_ORDER_WIDE_RUN not in name:
+                if MIX_ORDER_RUN + "/" in name:
                     raise ValueError(f"{name}: shape {k} profiled {mode} twice")
-                continue                   # a repeat in the later run: the first kept
+                continue                   # a repeat in a later run: the first kept
             out[k][mode] = d
+            out[k]["held_out"] = out[k].get("held_out", False) or held
     return out
 
 
@@ -326,15 +335,18 @@ def mix_order_profiles():
         RMSNorm for Llama, LayerNorm for GPT), fused_ms (that kernel's time with the
         fusion on; 0 when the compiler did not emit it), other_on_ms, other_off_ms (None
         where not profiled off), extra_s_per_element ((on - off) / (tokens x hidden), or
-        None) and extra_s_per_row ((on - off) / tokens, or None).
+        None), extra_s_per_row ((on - off) / tokens, or None) and held_out (profiled
+        after the spill term was set, :data:`MIX_ORDER_SPILL_RUN`: not in its mean).
 
     Examples
     --------
     >>> rows = mix_order_profiles()
     >>> all(r["rule"] == (r["fused_ms"] > 0) for r in rows)
     True
-    >>> sorted((r["kind"], r["hidden"]) for r in rows if r["spills"] and r["rule"])
-    [('gpt', 16384), ('llama', 8192)]
+    >>> sorted((r["kind"], r["hidden"], r["held_out"]) for r in rows
+    ...        if r["spills"] and r["rule"])  # doctest: +NORMALIZE_WHITESPACE
+    [('gpt', 12288, True), ('gpt', 16384, False), ('llama', 7168, True),
+     ('llama', 8192, False)]
     """
     out = []
     for k, d in sorted(_profiles().items()):
@@ -350,7 +362,7 @@ def mix_order_profiles():
                     "other_on_ms": on["other_ms"],
                     "other_off_ms": None if off is None else off["other_ms"],
                     "extra_s_per_element": None if extra is None else extra / h,
-                    "extra_s_per_row": extra})
+                    "extra_s_per_row": extra, "held_out": d.get("held_out", False)})
     return out
 
 
@@ -375,15 +387,22 @@ def mix_order_kernels():
     Examples
     --------
     >>> k = [r for r in mix_order_kernels() if r["casts"] and r["mix"]]
-    >>> sorted((r["kind"], r["hidden"], r["num_warps"], r["spills"]) for r in k)
-    [('gpt', 8192, 8, 6), ('gpt', 16384, 16, 212), ('llama', 8192, 8, 594)]
+    >>> sorted((r["kind"], r["hidden"], r["num_warps"], r["spills"])
+    ...        for r in k)  # doctest: +NORMALIZE_WHITESPACE
+    [('gpt', 8192, 8, 6), ('gpt', 12288, 16, 272), ('gpt', 16384, 16, 212),
+     ('llama', 6144, 8, 64), ('llama', 7168, 8, 582), ('llama', 8192, 8, 594)]
     """
     out = []
     # the Llama "on" file did not come back from the machine; the command printed its
     # fused kernel's line, kept as meta_mix_on_llama_wide_printed.csv
-    for mode, name in (("on", "gpt_wide"), ("off", "gpt_wide"), ("off", "llama_wide"),
-                       ("on", "llama_wide_printed")):
-        text = specs.read_data_text(f"{MIX_ORDER_WIDE_RUN}/meta_mix_{mode}_{name}.csv")
+    files = [(MIX_ORDER_WIDE_RUN, m, n) for m, n in (
+        ("on", "gpt_wide"), ("off", "gpt_wide"), ("off", "llama_wide"),
+        ("on", "llama_wide_printed"))]
+    files += [(MIX_ORDER_SPILL_RUN, m, n) for m, n in (
+        ("on", "llama_wide_6144"), ("on", "llama_wide_7168"), ("on", "gpt_wide_12288"),
+        ("off", "gpt_wide_12288"))]
+    for run, mode, name in files:
+        text = specs.read_data_text(f"{run}/meta_mix_{mode}_{name}.csv")
         for r in csv.DictReader(io.StringIO(text)):
             n = r["kernel"]
             if not (n.startswith("triton_per") and "norm_backward" in n

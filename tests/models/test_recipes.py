@@ -344,7 +344,8 @@ def test_mix_order_costs_are_measured_on_and_off_and_split_by_spills():
     rows = [r for r in par.mix_order_profiles() if r["extra_s_per_row"] is not None]
     assert len(rows) >= 7
     regular = [r["extra_s_per_element"] for r in rows if not r["spills"]]
-    spilled = [r for r in rows if r["spills"]]
+    spilled = [r for r in rows if r["spills"] and not r["held_out"]]
+    held = [r for r in rows if r["spills"] and r["held_out"]]
     c = specs.assumption("layer_recipes", "compiled/fp8_mix_order_s_per_element")
     c_row = specs.assumption("layer_recipes", "compiled/fp8_mix_order_spill_s_per_row")
     assert c == pytest.approx(statistics.mean(regular), rel=1e-3)
@@ -356,13 +357,17 @@ def test_mix_order_costs_are_measured_on_and_off_and_split_by_spills():
     assert {(r["kind"], r["hidden"]) for r in spilled} == {("gpt", 16384), ("llama", 8192)}
     assert all(5 * c < r["extra_s_per_element"] < 12 * c for r in spilled)
     assert all(abs(r["extra_s_per_row"] / c_row - 1) < 0.05 for r in spilled)
+    # profiled after the term was set: RMSNorm 7168 (in the gap the rule guessed) and
+    # LayerNorm 12288, both spilling, both within 10% per row
+    assert {(r["kind"], r["hidden"]) for r in held} == {("gpt", 12288), ("llama", 7168)}
+    assert all(abs(c_row / r["extra_s_per_row"] - 1) < 0.10 for r in held)
 
 
 def test_the_spill_rule_matches_the_compiled_kernels_registers():
     """Triton's own counts: the fused casting kernels spill heavily exactly where
     mix_order_spills says, and no kernel uses more registers than its warps leave."""
     k = [r for r in par.mix_order_kernels() if r["mix"]]
-    assert len(k) >= 4
+    assert len(k) >= 8
     for r in k:
         assert r["registers"] <= min(255, 65536 // (32 * r["num_warps"]))
         assert r["num_warps"] * 1024 == 2 ** math.ceil(math.log2(r["hidden"]))
