@@ -136,6 +136,11 @@ def host_issue():
     return {k: round(statistics.median(v), 5) for k, v in sorted(t.items())}
 
 
+def label(k):
+    """"kind hidden/TPtp seqxbatch" of a (kind, hidden, tp, seq_len, micro_batch) key."""
+    return f"{k[0]} {k[1]}/TP{k[2]} {k[3]}x{k[4]}"
+
+
 def mix_order_pairs(per="element", spills=False, held_out=False):
     """{(kind, h, tp, s, b): extra kernel time per element of tokens x hidden (or per
     row) [s]}: the profiled kernel time of class other with Inductor's mix-order fusion
@@ -251,7 +256,7 @@ def document():
                   "tensorwise, static-shape torch.compile, 2026-12-03): kernel time of "
                   "class other per step with Inductor's mix-order reduction on minus off "
                   "(TORCHINDUCTOR_MIX_ORDER_REDUCTION=0), over tokens x hidden, the mean of "
-                  + ", ".join(f"{k[0]} {k[1]}/TP{k[2]} {k[3]}x{k[4]}: {v:.3g}"
+                  + ", ".join(f"{label(k)}: {v:.3g}"
                               for k, v in sorted(mix_pairs.items()))
                   + " s per element (the kernels that do not spill registers; see "
                   "checks/mix_order_s_per_element_measured)",
@@ -264,7 +269,7 @@ def document():
                   "in its meta_*.csv): kernel time of class other per step with the "
                   "mix-order reduction on minus off, over tokens, the mean of the shapes "
                   "whose fused kernel spills, "
-                  + ", ".join(f"{k[0]} {k[1]}/TP{k[2]} {k[3]}x{k[4]}: {v:.4g}"
+                  + ", ".join(f"{label(k)}: {v:.4g}"
                               for k, v in sorted(spill_pairs.items()))
                   + " s per row",
         "accessed": "2026-12-03"}
@@ -315,20 +320,20 @@ def document():
                                 lambda k: model(k, c)))
             for rec in ("bf16-compiled", "fp8-tensorwise")},
         "mix_order_s_per_element_measured": {
-            f"{k[0]} {k[1]}/TP{k[2]} {k[3]}x{k[4]}": float(f"{v:.4g}")
+            label(k): float(f"{v:.4g}")
             for k, v in sorted(mix_order_pairs().items())},
         "mix_order_spill_s_per_row_measured": {
-            f"{k[0]} {k[1]}/TP{k[2]} {k[3]}x{k[4]}": float(f"{v:.4g}")
+            label(k): float(f"{v:.4g}")
             for k, v in sorted(spill_pairs.items())},
         "mix_order_spill_s_per_row_held_out": {
-            f"{k[0]} {k[1]}/TP{k[2]} {k[3]}x{k[4]}": round(spill / v - 1.0, 4)
+            label(k): round(spill / v - 1.0, 4)
             for k, v in sorted(mix_order_pairs("row", True, True).items())},
         "one_sequence_held_out": by_band(errors(one, list(one), lambda k: model(k, c))),
         "wide_norm_held_out": {
-            f"{k[0]} {k[2]}/TP{k[3]} {k[4]}x{k[5]}": round(v, 4)
+            label(k[:1] + k[2:6]): round(v, 4)
             for k, v in sorted(errors(wide, list(wide), lambda k: model(k, c)).items())},
         "wide_norm_held_out_with_the_per_element_term": {
-            f"{k[0]} {k[2]}/TP{k[3]} {k[4]}x{k[5]}": round(v, 4)
+            label(k[:1] + k[2:6]): round(v, 4)
             for k, v in sorted(errors(wide, list(wide), lambda k: model(
                 k, dict(c, **{SPILL_NAME: c[MIX_NAME] * k[2] * HBM_RATIO}))).items())},
         "one_sequence_rowwise_held_out": by_band(errors(

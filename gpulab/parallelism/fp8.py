@@ -57,6 +57,8 @@ WIDE_NORM_RUNS = f"{MIX_ORDER_WIDE_RUN}/layer_recipes_wide_norm.csv"
 #: Hidden sizes of the Llama fit grid; every other row is held out of the fits.
 FIT_HIDDEN = (2048, 4096, 8192, 16384)
 _COMPILED = ("bf16-compiled", "fp8-tensorwise", "fp8-rowwise")
+#: The norm of each shard kind of our runs.
+_NORM = {"gpt": "layernorm", "llama": "rmsnorm"}
 
 
 def fp8_speedup(hidden, tp, seq_len, micro_batch, *, gpu="H200", recipe="compiled"):
@@ -178,7 +180,7 @@ def _runs():
         precision, model_recipe = _RECIPE_NAMES[recipe]
         terms = shard_terms(h, t, s, b, qkv_out=h + 2 * kv * 128, ffn_hidden=f,
                             swiglu=kind == "llama",
-                            norm="rmsnorm" if kind == "llama" else "layernorm")
+                            norm=_NORM[kind])
         model = (recipe_shard_time(terms, g, precision, model_recipe)
                  if model_recipe else None)
         measured = statistics.median(times[k])
@@ -364,9 +366,6 @@ def mix_order_profiles():
                     "extra_s_per_element": None if extra is None else extra / h,
                     "extra_s_per_row": extra, "held_out": d.get("held_out", False)})
     return out
-
-
-_NORM = {"gpt": "layernorm", "llama": "rmsnorm"}
 
 
 def mix_order_kernels():
