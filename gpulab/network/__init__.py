@@ -32,6 +32,9 @@ API (stable)
     The model itself: time, the tuner's estimate, algorithm and protocol per size.
 ``network_path(system, n_ranks)``
     What the ranks see: nodes, NICs used, achieved network and NVLink rates, hops.
+``tuner_tree_share(path, proto)``
+    NCCL's tuner's tree busBw over its ring's on that path (its topology search's
+    channel speeds and per-channel caps): why two nodes of 8 HDR NICs pick the ring.
 ``public_results()``, ``public_errors()``, ``BANDS``, ``POINT_TARGET``
     Published multi-node nccl-tests results
     (``gpulab/data/measurements/public_multinode.csv``) and the model's error per
@@ -80,6 +83,7 @@ from .model import (  # noqa: F401
     collective_times,
     network_path,
     nvls_efficiency,
+    tuner_tree_share,
 )
 from .public import (  # noqa: F401
     ANOMALY_FACTOR, BANDS, POINT_TARGET, cluster_of, nonmonotone, predicted, public_errors,
@@ -91,5 +95,5 @@ __all__ = [
     "public_errors", "BANDS", "POINT_TARGET", "ANOMALY_FACTOR", "nonmonotone",
     "run_anomalies", "fabric", "fabric_names", "Fabric", "topology",
     "parse_nics", "nccl_constant", "nccl_version", "busbw_factor", "BUSBW_OPS",
-    "NET_ALGORITHMS", "PROTOCOLS",
+    "NET_ALGORITHMS", "PROTOCOLS", "tuner_tree_share",
 ]

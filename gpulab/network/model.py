@@ -280,11 +280,19 @@ def _wire(collective, n):
     return 1.0
 
 
-def _tree_correction(s, proto):
-    """NCCL's tree correction of the bandwidth per size (tuning.cc 620-642)."""
+def _tree_correction(s, proto, smooth=False):
+    """NCCL's tree correction of the bandwidth per size (tuning.cc 620-642): a step
+    per power of two, as NCCL's tuner reads it. ``smooth=True`` (ours, for the
+    run's time): the same table read linearly between the middles of its steps in
+    log2(size), so a larger message never takes less time where a step rises."""
     table = np.asarray(data.constant_view("tree_correction")[proto])
-    idx = np.floor(np.log2(np.maximum(np.asarray(s, float) / 64, 1))).astype(int)
+    x = np.log2(np.maximum(np.asarray(s, float) / 64, 1))
     out = np.ones_like(np.asarray(s, float))
+    if smooth:
+        mids = np.arange(table.size) + 0.5
+        return np.interp(x, np.append(mids, table.size + 0.5),
+                         np.append(table, 1.0), left=table[0])
+    idx = np.floor(x).astype(int)
     ok = (np.asarray(s, float) >= 64) & (idx < table.size)
     out[ok] = table[idx[ok]]
     return out
@@ -311,7 +319,7 @@ def _ring(collective, s, n, p, proto, kind, run=False):
     if proto == "LL":
         b = min(b * f["ring_LL"], _ll_max(p))
     elif proto == "LL128":
-        b *= f["ring_LL128"]
+        b *= _ring_ll128_share(p)
     return lat + _wire(collective, n) * s / b
 
 
@@ -322,19 +330,112 @@ def _tree_factor(p):
     return 1.0 if p.nodes <= 2 else 2.0
 
 
+_SPEED_ARRAY = {"volta": "inter_default", "ampere": "inter_default",
+                "hopper": "inter_sm90", "blackwell": "inter_sm100"}
+
+
+def _tuner_channels(p):
+    """(channels, network speed, tree bwIntra) of NCCL's topology search for one
+    node's ranks [GB/s per channel]: see :func:`tuner_tree_share`."""
+    arr = data.mechanic("topology/speed_arrays_gb_per_s")[_SPEED_ARRAY[p.arch]]
+    channels = max(1.0, min(p.nics, p.ranks_per_node))
+    nic = p.nics * p.nic_rate / channels / 1e9          # one channel's NIC [GB/s]
+    i = next((k for k, v in enumerate(arr) if v <= nic), len(arr) - 1)
+    speed = arr[i]
+    if speed >= 25.0 and not (p.arch in ("hopper", "blackwell") and speed < 50.0
+                              and channels > 4):
+        channels, speed = 2 * channels, speed / 2
+        i = next((k for k, v in enumerate(arr) if v <= speed), len(arr) - 1)
+    intra = speed
+    if p.nodes <= 2:
+        while i > 0 and intra < 2 * speed and channels * arr[i - 1] <= p.nvlink_bw / 1e9:
+            i -= 1
+            intra = arr[i]
+    return channels, speed, intra
+
+
+def _per_channel_cap(p, kind):
+    """NCCL's per-channel bandwidth cap ``kind`` (``tree``, ``tree_LL128``,
+    ``ring_LL128``) for this GPU generation and node count. [GB/s]"""
+    col = 1 if p.nodes <= 2 else 2
+    return data.mechanic("tuning/per_channel_max_bw_gb_per_s")[kind][p.arch][col]
+
+
+def tuner_tree_share(p, proto="Simple"):
+    """NCCL's tuner's tree all_reduce busBw as a share of its ring's, across nodes.
+
+    NCCL's own rules (v2.30.7; file and line in ``nccl_mechanics.yaml``), followed
+    for one channel per NIC (or NIC group) of a GPU:
+
+    - the search's per-channel speed is the first of its speed array
+      (``topology/speed_arrays_gb_per_s``, by GPU generation) not above one NIC's
+      line rate (search.cc 1153-1174); ``ncclTopoDupChannels`` doubles the
+      channels and halves the speed from 25 GB/s unless the GPU is newer than sm80,
+      the speed below 50 GB/s and there are more than 4 channels (search.cc
+      1036-1049); the ring's busBw is channels x speed;
+    - on two nodes the tuner reads the graph's ``bwIntra`` (tuning.cc line 306),
+      which the search raises for trees, a speed step at a time, up to twice the
+      network speed while the channels fit in one GPU's NVLink (search.cc
+      1279-1283); beyond two nodes it reads ``bwInter``;
+    - the tree's busBw is min(0.92 x channels x speed, channels x
+      ``perChMaxTreeBw``) (tuning.cc line 331), and with LL128 at most 120/128 of
+      that and channels x ``perChMaxTreeLL128Bw`` (lines 333-335); the caps per
+      GPU generation and node count are ``tuning/per_channel_max_bw_gb_per_s``.
+
+    Ours: NVLink's capacity is the achieved rate (``nvlink_bw``), not NCCL's
+    per-link figure; the search's other passes (crossNic, path types, timeouts)
+    are not followed. The tuner then converts the tree's busBw to algorithm
+    bandwidth with 0.5 (tuning.cc line 380) where the ring uses nRanks / nsteps:
+    that is :func:`_tree`'s business.
+
+    >>> from gpulab import network
+    >>> p = network_path(network.scale_out("dgx-a100-spod", 2), 16)
+    >>> round(tuner_tree_share(p), 3)          # the cap: 23.6 / 24 per channel
+    0.983
+    >>> p = network_path(network.scale_out("aws-p4de", 2), 16)
+    >>> round(tuner_tree_share(p), 2)          # bwIntra raised to twice 12 GB/s
+    1.84
+    """
+    if not isinstance(p, NetworkPath):
+        raise ValueError(f"p must be a NetworkPath (gpulab.network.network_path); "
+                         f"got {p!r}")
+    check_choice("proto", proto, data.PROTOCOLS)
+    _ch, speed, intra = _tuner_channels(p)
+    share = min(0.92 * intra, _per_channel_cap(p, "tree")) / speed
+    if proto == "LL128":
+        share = min(share * data.constant_view("protocol_factor")["tree_LL128"],
+                    _per_channel_cap(p, "tree_LL128") / speed)
+    return share
+
+
+def _ring_ll128_share(p):
+    """NCCL's ring LL128 busBw over the ring's Simple one across nodes:
+    min(0.92, ``perChMaxRingLL128Bw`` / the channel's speed) (tuning.cc lines
+    328-329)."""
+    _ch, speed, _intra = _tuner_channels(p)
+    return min(data.constant_view("protocol_factor")["ring_LL128"],
+               _per_channel_cap(p, "ring_LL128") / speed)
+
+
 def _tree(s, n, p, proto, kind, run=False):
+    """NCCL's tuner estimate of the tree all_reduce: its busBw
+    (:func:`tuner_tree_share` of the ring's, here of the node's network rate) times
+    0.5 (tuning.cc line 380 at v2.30.7; line 349 at v2.28.3; the same ``.5`` at
+    v2.18.5 line 196) at every node count. On two nodes the run sends each buffer
+    once per node, not twice (:func:`_tree_factor`, :func:`executed_time`), but the
+    tuner does not count that: it picks the tree for large messages only where the
+    search could raise the tree's NVLink speed (few or slow NICs per node)."""
     f = data.constant_view("protocol_factor")
     lat = _base("tree", proto) + 2 * ((p.ranks_per_node - 1) * _hw(kind, "tree", proto)
                                       + math.floor(math.log2(p.nodes))
                                       * _inter_lat(p, "tree", proto, run))
-    t_byte = _tree_factor(p) / p.net_bw
-    if p.ranks_per_node > 1:           # the chain: each GPU sends up and down
-        t_byte = max(t_byte, 2.0 / p.nvlink_bw)
-    b = f["tree"] / t_byte
+    b = 0.5 * tuner_tree_share(p) * p.net_bw
+    if p.ranks_per_node > 1:           # the chain (ours): each GPU sends up and down
+        b = min(b, f["tree"] * p.nvlink_bw / 2)
     if proto == "LL":
         b = min(b * f["tree_LL"], _ll_max(p))
     elif proto == "LL128":
-        b *= f["tree_LL128"]
+        b *= tuner_tree_share(p, "LL128") / tuner_tree_share(p)
     return lat + s / (b * _tree_correction(s, proto))
 
 
@@ -482,7 +583,7 @@ def executed_time(collective, s, n, p, algo, proto):
     # receives the buffer _tree_factor times over its NICs
     # the tree streams at NCCL's own size-dependent tree efficiency (its tuner's
     # treeCorrectionFactor, tuning.cc 620-627: measured by NCCL's authors, not us)
-    corr = _tree_correction(s, proto)
+    corr = _tree_correction(s, proto, smooth=True)
     rate_in = p.nvlink_bw * share * corr / (2 * nc_max)
     rate_net = p.net_bw * share * corr / (_tree_factor(p) * nc_max)
     return _base("tree", proto) + execution.pipeline_time(
@@ -637,7 +738,7 @@ def algorithm_table(collective, sizes, nodes, system, *, nics=None, fabric=None,
     --------
     >>> rows = algorithm_table("all_reduce", [2**30], 2, "dgx-a100-spod")
     >>> [(r["algorithm"], r["chosen"]) for r in rows]
-    [('ring', False), ('tree', True)]
+    [('ring', True), ('tree', False)]
     """
     c = scale_out(system, check_int("nodes", nodes, low=2, high=100_000), nics=nics,
                   fabric=fabric, sharp=sharp, gdr=gdr)

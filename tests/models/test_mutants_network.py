@@ -43,10 +43,15 @@ def test_a_ring_with_one_rank_per_node_uses_the_tree_s_net_latency():
     # tuning.cc: with one rank per node the ring's network steps take the tree's NET
     # latency. 2 ranks on 2 nodes: 2 network steps, no step inside a node.
     # latency 14.0 us + 2 x 8.5 us = 31 us; bandwidth min(1 x 50 GB/s x 0.94 (InfiniBand),
-    # PCIe 55.32 GB/s) x 0.92 = 43.24 GB/s; all_reduce on 2 ranks moves 2(2-1)/2 = 1 buffer
+    # PCIe 55.32 GB/s) x LL128's share; all_reduce on 2 ranks moves 2(2-1)/2 = 1 buffer.
+    # LL128's share: min(0.92, perChMaxRingLL128Bw / the channel's speed); one channel
+    # of 48 GB/s doubled to two of 24 (ncclTopoDupChannels); the path reads the GPU
+    # generation from NVLink, so a PCIe H100 takes the first row's cap, 20.0
     r = N.collective_times("all_reduce", [1e6], 2, _one_gpu_nodes(), algorithm="ring",
                            protocol="LL128")
-    assert r["estimate"][0] == pytest.approx(31e-6 + 1e6 / (47 * GB * 0.92), rel=1e-9)
+    assert N.network_path(_one_gpu_nodes(), 2).arch == "volta"
+    share = min(0.92, 20.0 / 24)
+    assert r["estimate"][0] == pytest.approx(31e-6 + 1e6 / (47 * GB * share), rel=1e-9)
 
 
 def test_collnet_chain_without_nvswitch():

@@ -31,12 +31,47 @@ def test_two_nodes_of_two_gpus_ring_estimate_from_the_formula():
 
 def test_two_nodes_of_two_gpus_tree_estimate_from_the_formula():
     """The tuner's estimate for the tree, Simple: latency = base 8.4 + 2 x ((2-1) x NVLink 4.0 + log2(2) x NET 14.0)
-    = 44.4 us; each node sends the buffer once over its 94 GB/s (two nodes), the
-    chain 2 S over 398 GB/s of NVLink: the NICs bind; x 0.92 (NCCL's tree factor);
-    no size correction from 2^29 B."""
+    = 44.4 us. Bandwidth, NCCL 2.30.7's search and tuner written out: one channel
+    per 400G NIC starts at 48 GB/s (sm90 speeds), two channels are doubled to four
+    at 24 GB/s (ncclTopoDupChannels); on two nodes the tree's bwIntra is raised to
+    48 (twice 24; 4 x 48 fits the NVLink); busBw = min(0.92 x 48, 41.4) per channel
+    = 1.725 x the ring's 24, times 0.5 to algorithm bandwidth: 0.8625 x the node's
+    94 GB/s; no size correction from 2^29 B."""
     t = N.collective_times("all_reduce", GIB, 4, two_by_two(), algorithm="tree",
                            protocol="Simple")["estimate"][0]
-    assert t == pytest.approx(44.4e-6 + GIB / (0.92 * 94e9), rel=1e-9)
+    assert t == pytest.approx(44.4e-6 + GIB / (0.5 * 1.725 * 94e9), rel=1e-9)
+
+
+def test_tuner_tree_share_follows_nccls_search_and_caps():
+    """tuner_tree_share written out per NCCL 2.30.7 for four node types:
+    8x HDR on A100 (speed 24, no doubling below 25, bwIntra raised to 30 while
+    8 x 30 fits 274 GB/s NVLink, cap 23.6: 23.6 / 24); 4x 100G on A100 (12,
+    raised to 24 = twice, 0.92 x 24 < 4 x 23.6 / 4: 0.92 x 2); 8x NDR on H100
+    (48, not doubled on sm90 with 8 channels below 50, nothing above 48 to raise
+    to, cap 41.4: 41.4 / 48); the same beyond two nodes (bwInter, cap 36.0)."""
+    share = N.tuner_tree_share
+    p = N.network_path(N.scale_out("dgx-a100-spod", 2), 16)
+    assert share(p) == pytest.approx(23.6 / 24)
+    p = N.network_path(N.scale_out("aws-p4de", 2), 16)
+    assert share(p) == pytest.approx(0.92 * 2)
+    p = N.network_path(N.scale_out("dgx-h100-spod", 2), 16)
+    assert share(p) == pytest.approx(41.4 / 48)
+    p = N.network_path(N.scale_out("dgx-h100-spod", 4), 32)
+    assert share(p) == pytest.approx(36.0 / 48)
+    # LL128: 120/128 of that, at most perChMaxTreeLL128Bw (36.7 on two H100 nodes)
+    p = N.network_path(N.scale_out("dgx-h100-spod", 2), 16)
+    assert share(p, "LL128") == pytest.approx(min(41.4 / 48 * 120 / 128, 36.7 / 48))
+
+
+def test_two_node_a100_picks_the_ring_for_large_messages():
+    """NCCL's tuner charges the tree two buffers per node (x 0.5) even on two nodes;
+    with 8 HDR NICs its raised bwIntra is capped at 23.6 GB/s per channel, so the
+    ring (x 16/30) wins at 1 GiB; with 4x 100G per 8 A100 the tree's bwIntra doubles
+    and the tree wins."""
+    a100 = N.collective_times("all_reduce", [GIB], 16, N.scale_out("dgx-a100-spod", 2))
+    assert a100["algorithm"][0] == "ring"
+    p4de = N.collective_times("all_reduce", [GIB], 16, N.scale_out("aws-p4de", 2))
+    assert p4de["algorithm"][0] == "tree"
 
 
 def test_ring_busbw_of_eight_400g_nics():
@@ -81,12 +116,14 @@ def test_gdr_network_rate_is_capped_by_the_gpus_pcie_links():
     assert full.net_bw == pytest.approx(8 * 50e9 * 0.94)
 
 
-def test_two_node_tree_beats_ring_without_nvls():
+def test_two_node_tree_would_run_faster_but_nccl_picks_the_ring():
     """DGX A100 (no NVLS): on two nodes the tree sends the buffer once per node,
-    the ring 2 (n-1)/n times: NCCL picks the tree for large messages."""
+    the ring 2 (n-1)/n times, so the tree would run faster; NCCL's tuner charges
+    the tree x 0.5 and caps it at 23.6 GB/s per channel, so it picks the ring (the
+    public two-node A100 runs reach the ring's rate, not the tree's)."""
     rows = N.algorithm_table("all_reduce", [GIB], 2, "dgx-a100-spod")
     by = {r["algorithm"]: r for r in rows}
-    assert by["tree"]["chosen"] and by["tree"]["time_s"] < by["ring"]["time_s"]
+    assert by["ring"]["chosen"] and by["tree"]["time_s"] < by["ring"]["time_s"]
     four = {r["algorithm"]: r for r in N.algorithm_table("all_reduce", [4 * GIB], 8,
                                                           "dgx-a100-spod")}
     assert four["ring"]["chosen"]

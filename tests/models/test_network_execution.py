@@ -95,12 +95,30 @@ def test_nvlstree_piece_follows_ncclcalc_chunking():
 def test_executed_time_grows_with_size(size, factor):
     c = N.scale_out("dgx-h100-spod", 2)
     r = N.collective_times("all_reduce", [size, size * factor], 16, c)
-    # one pick per size; for a fixed pick the executed time is monotone
+    # one pick per size; for a fixed pick on the same number of channels the
+    # executed time is monotone (more channels for the larger size may run it
+    # faster, as NCCL's channel tuning does: 2 x 8 NICs = 16 channels at most)
     for algo in ("ring", "tree"):
-        t = N.collective_times("all_reduce", [size, size * factor], 16, c,
-                               algorithm=algo, protocol="Simple")["time"]
-        assert t[1] >= t[0] * (1 - 1e-12)
+        for proto in ("LL", "LL128", "Simple"):
+            nc = E.channels_used([size, size * factor], 16, proto, 16, algo)
+            if nc[0] != nc[1]:
+                continue
+            t = N.collective_times("all_reduce", [size, size * factor], 16, c,
+                                   algorithm=algo, protocol=proto)["time"]
+            # 1e-3: where NCCL's tree correction rises (read smoothly), the faster
+            # rate also shortens the pipeline's fill by up to a few 1e-5 of the time
+            assert t[1] >= t[0] * (1 - 1e-3), (algo, proto)
     assert np.all(r["time"] > 0)
+
+
+def test_executed_tree_time_does_not_drop_where_nccls_correction_steps_up():
+    """NCCL's tree correction rises by a step between 2^25 and 2^26 B (Simple 0.7
+    -> 0.8): read as steps, 53.7 MB took longer than 67 MB on 2 DGX H100 nodes; the
+    run's time reads the table smoothly."""
+    c = N.scale_out("dgx-h100-spod", 2)
+    t = N.collective_times("all_reduce", [53687092.0, 53687092.0 * 1.25], 16, c,
+                           algorithm="tree", protocol="Simple")["time"]
+    assert t[1] > t[0]
 
 
 def test_the_tuner_still_picks_and_the_estimate_is_reported():
