@@ -168,6 +168,9 @@ class GPUSpec:
         Host interface generation (x16).
     power_limit : float or None
         The board's power limit as shipped (its TDP); ``None`` where the table has none. [W]
+    compute_capability : float or None
+        CUDA compute capability (8.9 for an L40S): NCCL picks its tuning constants by
+        it, not by the NVLink generation. ``None`` where the table has none.
     kind : str
         One of :data:`KINDS`; the weakest kind of the row's fields.
     """
@@ -187,6 +190,7 @@ class GPUSpec:
     accessed: str
     kind: str
     power_limit: float | None = None
+    compute_capability: float | None = None
 
     @property
     def nvlink(self) -> NVLinkGeneration:
@@ -369,7 +373,8 @@ def _gpu_table():
             nvlink_links=int(r["nvlink_links"]),
             pcie_generation=int(r["pcie_generation"]),
             source=r["source"], accessed=r["accessed"], kind=r["kind"],
-            power_limit=_opt_float(r.get("power_limit_w")))
+            power_limit=_opt_float(r.get("power_limit_w")),
+            compute_capability=_opt_float(r.get("compute_capability")))
         if (g.name, g.variant) in out:
             raise ValueError(f"gpus.csv: {g.name} {g.variant!r} is listed twice")
         out[(g.name, g.variant)] = g

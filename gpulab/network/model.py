@@ -41,6 +41,19 @@ NET_ALGORITHMS = ("ring", "tree", "nvlstree", "collnet", "direct")
 _ARCH = {2: "volta", 3: "ampere", 4: "hopper", 5: "blackwell"}
 
 
+def _gpu_arch(system):
+    """The row of NCCL's per-generation tables a system's GPUs take: NCCL indexes
+    them by compute capability (tuning.cc lines 263-266 at v2.30.7: from 10.0
+    Blackwell, from 9.0 Hopper, from 8.0 Ampere, else Volta), so an L40S (8.9)
+    takes Ampere's and an H100 PCIe Hopper's. Without a compute capability in
+    ``gpus.csv``: by the NVLink generation."""
+    cc = getattr(system.gpu_spec, "compute_capability", None)
+    if cc is None:
+        return _ARCH.get(system.nvlink.generation or 0, "volta")
+    return "blackwell" if cc >= 10 else "hopper" if cc >= 9 else \
+        "ampere" if cc >= 8 else "volta"
+
+
 def nvls_efficiency(system):
     """In-switch (NVLS) all_reduce algbw as a fraction of the per-direction NVLink
     line rate on ``system``'s GPUs.
@@ -55,7 +68,7 @@ def nvls_efficiency(system):
     (0.61, 0.531)
     """
     system = systems.resolve(system)
-    arch = _ARCH.get(system.nvlink.generation or 0, "volta")
+    arch = _gpu_arch(system)
     effs = data.constant_view("nvls_efficiency")
     if arch not in effs:
         return 0.0
@@ -178,7 +191,7 @@ def network_path(system, n_ranks, nvls=True, placement="ordered"):
     domain = system.scale_up_domain
     nodes = max(1, math.ceil(n / domain))
     ppn = n / nodes
-    arch = _ARCH.get(system.nvlink.generation or 0, "volta")
+    arch = _gpu_arch(system)
     nvswitch = system.nvlink.fabric == "nvswitch"
     intra = "pci" if system.nvlink.fabric == "none" \
         or system.nvlink.generation is None else "nvlink"

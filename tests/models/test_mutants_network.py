@@ -31,6 +31,15 @@ def test_a_path_without_network_keeps_its_architecture_and_flags():
         (1, "hopper", True, False, True, "nvlink")
 
 
+def test_nccl_tables_are_read_by_compute_capability_not_nvlink():
+    """NCCL indexes its tuning tables by compute capability: an L40S (8.9, no
+    NVLink) takes Ampere's row, a PCIe H100 (9.0) Hopper's, a V100 Volta's."""
+    assert N.network_path("l40s-x8", 2).arch == "ampere"
+    assert N.network_path("h100-pcie", 2).arch == "hopper"
+    assert N.network_path("dgx-1-v100", 2).arch == "volta"
+    assert N.network_path("hgx-b200", 2).arch == "blackwell"
+
+
 def test_gpus_without_nvlink_talk_over_pcie():
     p = N.network_path("h100-pcie", 2)
     assert p.intra == "pci"
@@ -45,12 +54,12 @@ def test_a_ring_with_one_rank_per_node_uses_the_tree_s_net_latency():
     # latency 14.0 us + 2 x 8.5 us = 31 us; bandwidth min(1 x 50 GB/s x 0.94 (InfiniBand),
     # PCIe 55.32 GB/s) x LL128's share; all_reduce on 2 ranks moves 2(2-1)/2 = 1 buffer.
     # LL128's share: min(0.92, perChMaxRingLL128Bw / the channel's speed); one channel
-    # of 48 GB/s doubled to two of 24 (ncclTopoDupChannels); the path reads the GPU
-    # generation from NVLink, so a PCIe H100 takes the first row's cap, 20.0
+    # of 48 GB/s doubled to two of 24 (ncclTopoDupChannels); a PCIe H100 (compute
+    # capability 9.0) takes Hopper's cap, 36.7: 0.92 binds
     r = N.collective_times("all_reduce", [1e6], 2, _one_gpu_nodes(), algorithm="ring",
                            protocol="LL128")
-    assert N.network_path(_one_gpu_nodes(), 2).arch == "volta"
-    share = min(0.92, 20.0 / 24)
+    assert N.network_path(_one_gpu_nodes(), 2).arch == "hopper"
+    share = 0.92
     assert r["estimate"][0] == pytest.approx(31e-6 + 1e6 / (47 * GB * share), rel=1e-9)
 
 

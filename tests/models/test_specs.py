@@ -27,7 +27,7 @@ NUMERIC = {
     "pcie.csv": ["generation", "year", "transfer_rate_gt_per_s"],
     "gpus.csv": ["year", "fp16_dense_tflops", "fp8_dense_tflops", "memory_gb",
                  "memory_bandwidth_gb_per_s", "nvlink_generation", "nvlink_links",
-                 "pcie_generation", "power_limit_w"],
+                 "pcie_generation", "power_limit_w", "compute_capability"],
     "nics.csv": ["year", "line_rate_gbit_per_s", "ports"],
 }
 OPTIONAL = {"nvidia_smi_link_gb_per_s", "fp8_dense_tflops", "power_limit_w"}
