@@ -543,12 +543,23 @@ def candidates(collective, p, algorithm="auto"):
     return out
 
 
+def _net_devices(p):
+    """Network devices NCCL sees for one node's ranks: one per NIC, except on EFA,
+    where aws-ofi-nccl groups the NICs under each GPU into one multi-rail device
+    (``create_groups_from_info_list``, src/nccl_ofi_topo.cpp lines 1092-1121 at
+    aws/aws-ofi-nccl commit 2daf7d303aa1): 32 EFA NICs of a p5 are 8 devices."""
+    if p.fabric == "efa":
+        return min(p.nics, max(1.0, p.ranks_per_node))
+    return p.nics
+
+
 def _max_channels(p):
     """Channels of an inter-node ring or tree: NCCL doubles the rings its search
-    finds, one per NIC (connect.cc), so two per NIC the node's ranks use, at least
-    2 and at most 32 (our reading; a public log of 8-NIC H100 nodes shows 16:
-    ``nccl_mechanics.yaml``, topology/h100_multi_node_observed)."""
-    return int(min(32, max(2, 2 * round(p.nics))))
+    finds, one per network device (connect.cc), so two per device the node's ranks
+    use (:func:`_net_devices`), at least 2 and at most 32 (our reading; a public log
+    of 8-NIC H100 nodes shows 16: ``nccl_mechanics.yaml``,
+    topology/h100_multi_node_observed)."""
+    return int(min(32, max(2, 2 * round(_net_devices(p)))))
 
 
 def _intra_hop(proto):

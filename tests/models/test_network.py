@@ -63,6 +63,19 @@ def test_tuner_tree_share_follows_nccls_search_and_caps():
     assert share(p, "LL128") == pytest.approx(min(41.4 / 48 * 120 / 128, 36.7 / 48))
 
 
+def test_efa_nics_under_one_gpu_are_one_network_device():
+    """aws-ofi-nccl groups the EFA NICs under each GPU into one multi-rail device
+    (src/nccl_ofi_topo.cpp): a p5's 32 NICs are 8 devices, so NCCL runs 16
+    channels (two per device), not 32; on InfiniBand every NIC is a device."""
+    p5 = N.network_path(N.scale_out("aws-p5", 2), 16)
+    assert p5.nics == 32
+    assert N.model._max_channels(p5) == 16
+    ib = N.network_path(N.scale_out("dgx-h100-spod", 2), 16)
+    assert N.model._max_channels(ib) == 16
+    a3 = N.network_path(N.scale_out("gcp-a3-high", 2), 16)      # 4 NICs for 8 GPUs
+    assert N.model._max_channels(a3) == 8
+
+
 def test_two_node_a100_picks_the_ring_for_large_messages():
     """NCCL's tuner charges the tree two buffers per node (x 0.5) even on two nodes;
     with 8 HDR NICs its raised bwIntra is capped at 23.6 GB/s per channel, so the
