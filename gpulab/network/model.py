@@ -546,8 +546,11 @@ def candidates(collective, p, algorithm="auto"):
 def _net_devices(p):
     """Network devices NCCL sees for one node's ranks: one per NIC, except on EFA,
     where aws-ofi-nccl groups the NICs under each GPU into one multi-rail device
-    (``create_groups_from_info_list``, src/nccl_ofi_topo.cpp lines 1092-1121 at
-    aws/aws-ofi-nccl commit 2daf7d303aa1): 32 EFA NICs of a p5 are 8 devices."""
+    (aws/aws-ofi-nccl commit 2daf7d303aa1, src/nccl_ofi_topo.cpp: each GPU adds a
+    group to the PCIe subtree holding NICs, ``propagate_accel_count`` lines
+    931-962; the subtree's NICs are split into that many groups,
+    ``create_groups_from_info_list`` lines 1092-1121): 32 EFA NICs of a p5 are 8
+    devices."""
     if p.fabric == "efa":
         return min(p.nics, max(1.0, p.ranks_per_node))
     return p.nics
