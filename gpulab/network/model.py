@@ -434,7 +434,7 @@ def _tree(s, n, p, proto, kind, run=False):
     """NCCL's tuner estimate of the tree all_reduce: its busBw
     (:func:`tuner_tree_share` of the ring's, here of the node's network rate) times
     0.5 (tuning.cc line 380 at v2.30.7; line 349 at v2.28.3; the same ``.5`` at
-    v2.18.5 line 196) at every node count. On two nodes the run sends each buffer
+    v2.18.5 line 199) at every node count. On two nodes the run sends each buffer
     once per node, not twice (:func:`_tree_factor`, :func:`executed_time`), but the
     tuner does not count that: it picks the tree for large messages only where the
     search could raise the tree's NVLink speed (few or slow NICs per node)."""
