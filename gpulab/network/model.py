@@ -385,7 +385,8 @@ def tuner_tree_share(p, proto="Simple"):
       line rate (search.cc 1153-1174); ``ncclTopoDupChannels`` doubles the
       channels and halves the speed from 25 GB/s unless the GPU is newer than sm80,
       the speed below 50 GB/s and there are more than 4 channels (search.cc
-      1036-1049); the ring's busBw is channels x speed;
+      1036-1049; ours: "newer than sm80" read as Hopper or Blackwell, so an sm89
+      card is treated as sm80); the ring's busBw is channels x speed;
     - on two nodes the tuner reads the graph's ``bwIntra`` (tuning.cc line 306),
       which the search raises for trees, a speed step at a time, up to twice the
       network speed while the channels fit in one GPU's NVLink (search.cc
