@@ -9,11 +9,16 @@
 #     NCCL_PROTO), so every (algorithm, protocol) the model times can be checked alone;
 #   - NCCL_DEBUG=INFO of one call per size band (channels NCCL opens, the tuner's table);
 #   - topology, NVLink status, versions.
-# Run from the repository root on the GPU machine; everything goes under $OUT.
+# Run from the repository root on the GPU machine. Everything is written under $OUT/raw
+# and packed at the end into one file, $OUT/nccl_server.tgz (the device machine returns
+# only a few files per call; unpack with tar -xzf into the raw folder of the run).
 # NVLink multicast (NVLS) stays off (NCCL_NVLS_ENABLE=0) unless NVLS=1 is set.
 # Usage: OUT=out bash measure/run_nccl_server.sh [MAX_BYTES]     (default 8 GiB)
 set -u
-O=${OUT:-./out}; mkdir -p "$O"
+OUT_DIR=${OUT:-./out}
+O="$OUT_DIR/raw"; mkdir -p "$O"
+pack() { tar -czf "$OUT_DIR/nccl_server.tgz" -C "$O" . && rm -rf "$O"; }
+trap pack EXIT
 export NCCL_NVLS_ENABLE=${NVLS:-0}
 MAXB=${1:-8589934592}
 NG=$(nvidia-smi -L | wc -l)
@@ -49,4 +54,4 @@ for b in 8 1048576 1073741824; do
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING,COLL ./nccl_sweep -b "$b" -e "$b" -w 1 -n 1 \
     -g "$NG" -P 0 > /dev/null 2> "$O/debug_${b}.txt"
 done
-echo "done: $(ls "$O" | wc -l) files in $O"
+echo "done: $(ls "$O" | wc -l) files, packed into $OUT_DIR/nccl_server.tgz"
