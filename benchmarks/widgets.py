@@ -65,6 +65,10 @@ def default_values(control):
         return [int(round(v)) if isinstance(control, W.IntSlider) else v for v in vals]
     if isinstance(control, W.Checkbox):
         return [True, False]
+    if isinstance(control, (W.FloatText, W.BoundedFloatText)):   # a price, a rate
+        return [control.value * f for f in (0.8, 1.25, 1.0)]
+    if isinstance(control, (W.IntText, W.BoundedIntText)):
+        return [max(1, int(round(control.value * f))) for f in (0.5, 2.0, 1.0)]
     options = getattr(control, "options", None)
     if options:
         opts = [o[1] if isinstance(o, tuple) else o for o in options]
@@ -81,7 +85,7 @@ def percentile(xs, q):
 
 #: Explorers whose message legitimately explains a state (a layout that does not fit
 #: or does not divide); any other message, or a traceback anywhere, is an error.
-REASON_MESSAGES = {"layout", "tp", "roi", "bucket", "collective", "fabric"}
+REASON_MESSAGES = {"layout", "tp", "roi", "bucket", "collective", "fabric", "decode"}
 
 
 def bench_control(explorer, name, control, values, n, warmup, ename=""):
