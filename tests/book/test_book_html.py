@@ -144,6 +144,19 @@ async () => {
 """
 
 
+def _settle(page, timeout_ms=60_000):
+    """Wait for the network to go quiet (500 ms without a request), at most
+    ``timeout_ms``. On a loaded machine some pages never see such a pause within
+    Playwright's limit; the checks that follow test what loaded (images complete,
+    MathJax typeset, widgets rendered, HTTP and JavaScript errors), so a page that
+    stays busy is checked as it is rather than failed for its pace."""
+    try:
+        page.wait_for_load_state("networkidle", timeout=timeout_ms)
+    except Exception as err:               # playwright's TimeoutError
+        if "Timeout" not in type(err).__name__:
+            raise
+
+
 @pytest.fixture(scope="module")
 def visit(browser, site_url, make_offline, page_weights, record_sizes):
     """Return a function doc -> PageReport; each page is loaded once per module (and the
@@ -164,7 +177,7 @@ def visit(browser, site_url, make_offline, page_weights, record_sizes):
         page.on("requestfinished", lambda r: loaded.append(r.url))
         record_sizes(page, sizes)
         page.goto(f"{site_url}/{doc}.html", wait_until="load")
-        page.wait_for_load_state("networkidle")
+        _settle(page)
         page.evaluate(WAIT_READY_JS)
         if page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count():
             try:  # html-manager renders asynchronously after require.js has loaded it
@@ -174,7 +187,7 @@ def visit(browser, site_url, make_offline, page_weights, record_sizes):
         # scroll through the page so lazily loaded images are fetched too
         for img in page.locator("main article img").all():
             img.scroll_into_view_if_needed()
-        page.wait_for_load_state("networkidle")
+        _settle(page)
         page.evaluate("window.scrollTo(0, 0)")
         data = page.evaluate(COLLECT_JS)
         report = PageReport(doc=doc, **data, loaded_urls=list(loaded),
