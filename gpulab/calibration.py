@@ -18,6 +18,7 @@ import numpy as np
 import yaml
 
 from . import collectives, network, systems, units
+from ._validate import check_int
 
 __all__ = ["BANDS", "compare_rows", "band_summary", "fit_sweeps", "system_yaml",
            "public_singlenode_results", "public_singlenode_errors"]
@@ -122,9 +123,21 @@ def system_yaml(base, name, fits, transport, sources):
 
 
 @functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=1)
 def _single_rows():
+    """The data file's rows, numbers as numbers (read once; callers copy)."""
+    out = []
     with open(_SINGLE, encoding="utf-8", newline="") as fh:
-        return tuple(csv.DictReader(fh))
+        for r in csv.DictReader(fh):
+            row = dict(r)
+            row["gpus"] = int(row["gpus"])
+            row["size_bytes"] = int(row["size_bytes"])
+            row["gpus_per_process"] = int(row["gpus_per_process"]) \
+                if row["gpus_per_process"] else None
+            row["time_us"] = float(row["time_us"])
+            row["busbw_gbps"] = float(row["busbw_gbps"]) if row["busbw_gbps"] else None
+            out.append(row)
+    return tuple(out)
 
 
 def public_singlenode_results():
@@ -136,39 +149,47 @@ def public_singlenode_results():
     >>> {r["kind"] for r in rows}
     {'published'}
     """
-    out = []
-    for r in _single_rows():
-        row = dict(r)
-        row["gpus"] = int(row["gpus"])
-        row["size_bytes"] = int(row["size_bytes"])
-        row["gpus_per_process"] = int(row["gpus_per_process"]) \
-            if row["gpus_per_process"] else None
-        row["time_us"] = float(row["time_us"])
-        row["busbw_gbps"] = float(row["busbw_gbps"]) if row["busbw_gbps"] else None
-        out.append(row)
+    return [dict(r) for r in _single_rows()]
+
+
+def _single_predictions(rows):
+    """The model's time [s] for each public single-server row, run as it was run:
+    its GPUs, process model (one per GPU where unknown), transport, NVLS switch
+    and any forced algorithm. Rows run alike share one call of the model (the
+    sizes of a sweep as one array)."""
+    runs = {}
+    for i, row in enumerate(rows):
+        n = row["gpus"]
+        key = (row["collective"], n, row["system"],
+               "shm" if row["transport"] == "shm" else "p2p", row["nvls"] != "off",
+               min(row["gpus_per_process"] or 1, n), row["algorithm"] or None)
+        runs.setdefault(key, []).append(i)
+    out = [0.0] * len(rows)
+    for (coll, n, system, transport, nvls, g, algo), idx in runs.items():
+        kw = {"algorithm": algo} if algo else {}
+        t = collectives.predict(coll, [float(rows[i]["size_bytes"]) for i in idx], n,
+                                system, transport=transport, nvls=nvls,
+                                gpus_per_process=g, **kw).time
+        for i, ti in zip(idx, t):
+            out[i] = float(ti)
     return out
 
 
-def _single_prediction(row):
-    """The model's time [s] for a public single-server row, run as it was run:
-    its GPUs, process model (one per GPU where unknown), transport, NVLS switch
-    and any forced algorithm."""
-    n = row["gpus"]
-    kw = {"algorithm": row["algorithm"]} if row["algorithm"] else {}
-    g = row["gpus_per_process"] or 1
-    return float(collectives.predict(
-        row["collective"], float(row["size_bytes"]), n, row["system"],
-        transport="shm" if row["transport"] == "shm" else "p2p",
-        nvls=row["nvls"] != "off", gpus_per_process=min(g, n), **kw).time[0])
-
-
-def public_singlenode_errors():
+def public_singlenode_errors(system=None, gpus=None):
     """The collective model against each public single-server source, per size band
     (:data:`gpulab.network.BANDS`: time below 64 KiB, busbw above; model /
     published - 1).
 
     Rows on hardware without a preset (``system`` = ``none``) are cited, not
     checked.
+
+    Parameters
+    ----------
+    system : str, optional
+        Only the rows of this system preset (:func:`gpulab.systems.names`);
+        default every row.
+    gpus : int, optional
+        Only the runs on this many GPUs (>= 1); default every count.
 
     Returns
     -------
@@ -186,12 +207,23 @@ def public_singlenode_errors():
     >>> e = public_singlenode_errors()
     >>> {r["band"] for r in e} <= {b[0] for b in network.BANDS}
     True
+    >>> {r["system"] for r in public_singlenode_errors("hgx-h200")}
+    {'hgx-h200'}
     """
+    if system is not None and (not isinstance(system, str)
+                               or system not in systems.names()):
+        raise ValueError(f"system must be None or one of "
+                         f"{', '.join(map(repr, systems.names()))}; got {system!r}")
+    if gpus is not None:
+        gpus = check_int("gpus", gpus, low=1, high=1_000_000)
     groups, skipped = {}, {}
     bad = _singlenode_anomalies()
-    for i, row in enumerate(public_singlenode_results()):
-        if row["system"] == "none":
-            continue
+    rows = [(i, row) for i, row in enumerate(_single_rows())
+            if row["system"] != "none" and system in (None, row["system"])
+            and gpus in (None, row["gpus"])]
+    times = _single_predictions([row for i, row in rows if i not in bad])
+    times = iter(times)
+    for i, row in rows:
         if i in bad:
             for name, low, high, *_ in network.BANDS:
                 if low <= row["size_bytes"] < high:
@@ -199,7 +231,7 @@ def public_singlenode_errors():
                            row["gpus_per_process"], name)
                     skipped[key] = skipped.get(key, 0) + 1
             continue
-        t = _single_prediction(row)
+        t = next(times)
         for name, low, high, metric, target in network.BANDS:
             if not low <= row["size_bytes"] < high:
                 continue
@@ -232,10 +264,12 @@ _SINGLE_SWEEP_FIELDS = ("url", "system", "gpus", "gpus_per_process", "transport"
                         "in_place")
 
 
+@functools.lru_cache(maxsize=1)
 def _singlenode_anomalies():
     """Indices (in :func:`public_singlenode_results`) of the points slower than
-    ``network.ANOMALY_FACTOR`` times the next larger size of the same sweep."""
-    rows = public_singlenode_results()
+    ``network.ANOMALY_FACTOR`` times the next larger size of the same sweep (the
+    data file's, read once)."""
+    rows = _single_rows()
     by = {}
     for i, r in enumerate(rows):
         by.setdefault(tuple(r.get(f) for f in _SINGLE_SWEEP_FIELDS), []).append(i)
@@ -244,4 +278,4 @@ def _singlenode_anomalies():
         bad = network.nonmonotone([rows[i]["size_bytes"] for i in idx],
                                   [rows[i]["time_us"] for i in idx])
         out |= {idx[j] for j in bad}
-    return out
+    return frozenset(out)

@@ -535,18 +535,19 @@ def _public_check(name, system, n, nodes, gpp=1):
     have a point outside the model's point target; None where they have none, or no
     run matches."""
     multi = n > system.scale_up_domain
+    name = str(name)
+    if name not in (network.CLUSTER_PRESETS if multi else ()) \
+            and name not in systems.names():
+        return None                     # a system file: no published run names it
     if multi:
         where = "gpulab/data/measurements/public_multinode.csv"
         size = f"{nodes} nodes" if nodes is not None else None
-        groups = [e for e in network.public_errors()
-                  if e["system"] == str(name) and nodes is not None
-                  and e["nodes"] == nodes]
+        groups = network.public_errors(name, nodes) if nodes is not None else []
     else:
         where = "gpulab/data/measurements/public_singlenode.csv"
         size = f"{n} GPUs, {gpp} GPU(s) per process"
-        groups = [e for e in calibration.public_singlenode_errors()
-                  if e["system"] == str(name) and e["gpus"] == n
-                  and (e["gpus_per_process"] or 1) == gpp]
+        groups = [e for e in calibration.public_singlenode_errors(name, n)
+                  if (e["gpus_per_process"] or 1) == gpp]
     if not groups or all(e["points_within"] >= 1.0 for e in groups):
         return None
     bands = []

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import systems
-from .._validate import as_number
+from .._validate import as_number, check_int
 from .cluster import CLUSTER_PRESETS, scale_out
 from .data import parse_nics
 from .model import busbw_factor, collective_times
@@ -187,8 +187,28 @@ def _error(row, metric, t, n):
     return bus / (row["busbw_gbps"] * 1e9) - 1
 
 
-def public_errors():
+def _preset_filter(system):
+    """``system`` of the error tables: None (every row) or a preset name
+    (:func:`gpulab.systems.names` or :data:`CLUSTER_PRESETS`)."""
+    if system is None:
+        return None
+    choices = sorted(set(systems.names()) | set(CLUSTER_PRESETS))
+    if not isinstance(system, str) or system not in choices:
+        raise ValueError(f"system must be None or one of {', '.join(map(repr, choices))}; "
+                         f"got {system!r}")
+    return system
+
+
+def public_errors(system=None, nodes=None):
     """The model's error against each public source, per size band.
+
+    Parameters
+    ----------
+    system : str, optional
+        Only the rows of this preset (a system or cluster preset name); default
+        every row. The rows of one preset cost a fraction of the whole table.
+    nodes : int, optional
+        Only the runs on this many nodes (>= 2); default every count.
 
     Returns
     -------
@@ -210,11 +230,18 @@ def public_errors():
     >>> e = public_errors()
     >>> {r["band"] for r in e} <= {b[0] for b in BANDS}
     True
+    >>> {r["system"] for r in public_errors("aws-p5")}
+    {'aws-p5'}
     """
+    only = _preset_filter(system)
+    if nodes is not None:
+        nodes = check_int("nodes", nodes, low=2, high=1_000_000)
     groups = {}
     skipped = {}
     anomalies = _anomaly_ids()
     for row in _results():
+        if only not in (None, row["system"]) or nodes not in (None, row["nodes"]):
+            continue
         if row["_row"] in anomalies:
             for name, low, high, *_ in BANDS:
                 if low <= row["size_bytes"] < high:

@@ -67,7 +67,7 @@ def _fake_miss(monkeypatch):
     fake = [{"url": "u", "system": "gb200-nvl72", "gpus": 72, "gpus_per_process": None,
              "band": network.BANDS[1][0], "points": 3, "median_error": 0.5,
              "worst_error": 0.61, "within": False, "points_within": 1 / 3}]
-    monkeypatch.setattr(calibration, "public_singlenode_errors", lambda: fake)
+    monkeypatch.setattr(calibration, "public_singlenode_errors", lambda *args, **kwargs: fake)
 
 
 def test_check_line_text_from_a_known_group(monkeypatch):

@@ -7,7 +7,7 @@ from gpulab import network as net
 from gpulab.network import execution as ex
 
 MODULES = (net, ex)
-NO_ARGS = {net.public_results, net.public_errors, net.fabric_names, net.nccl_version,
+NO_ARGS = {net.public_results, net.fabric_names, net.nccl_version,
            net.run_anomalies}
 
 _CLUSTER_BAD = [None, 3, True, "", "no-such-cluster", "DGX-H100-SPOD", ["aws-p5"]]
@@ -19,6 +19,9 @@ _SYSTEM2 = "dgx-h100-spod"
 _FABRIC_BAD = [c for c in CHOICE("IB", "omnipath") if c is not None]   # None: default
 
 CASES = [
+    Case(net.public_errors, {"system": "aws-p5", "nodes": 2},
+         {"system": [3, True, "", "no-such-preset", "AWS-P5", ["aws-p5"]],
+          "nodes": [v for v in INT(2, 1_000_000) if v is not None]}),
     Case(net.nonmonotone, {"sizes": [8, 16, 32], "times": [3.0, 2.0, 4.0], "factor": 1.5},
          {"sizes": [None, "8", 8, [-1, 16, 32], [8, float("nan"), 32], [8, 16]],
           "times": [None, "x", [1.0, 2.0], [1.0, -2.0, 3.0], [1.0, float("inf"), 3.0]],

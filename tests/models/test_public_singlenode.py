@@ -75,3 +75,27 @@ def test_single_server_run_anomalies_are_left_out_and_counted():
                     and r["collective"] == "all_gather"), key=lambda r: r["size_bytes"])
     assert any(a["time_us"] > network.ANOMALY_FACTOR * b["time_us"]
                for a, b in zip(sweep, sweep[1:]))
+
+
+def test_errors_of_one_preset_are_its_rows_of_the_whole_table():
+    """``system=`` only filters: the same groups as the full table's rows of that
+    preset, on both tables, and a name that is no preset is refused."""
+    whole = calibration.public_singlenode_errors()
+    for name in ("hgx-h200", "dgx-h100", "l40s-x8"):
+        assert calibration.public_singlenode_errors(name) == \
+            [e for e in whole if e["system"] == name]
+    multi = network.public_errors()
+    for name in ("aws-p5", "dgx-a100-spod"):
+        one = network.public_errors(name)
+        assert one and one == [e for e in multi if e["system"] == name]
+    with pytest.raises(ValueError, match="system must be None or one of"):
+        calibration.public_singlenode_errors("aws-p5")     # a cluster, not a system
+    assert calibration.public_singlenode_errors("dgx-h100", 4) == \
+        [e for e in whole if e["system"] == "dgx-h100" and e["gpus"] == 4]
+    assert network.public_errors("aws-p5", 32) == \
+        [e for e in multi if e["system"] == "aws-p5" and e["nodes"] == 32]
+    with pytest.raises(ValueError, match="system must be None or one of"):
+        network.public_errors("no-such-preset")
+    for bad in (0, 2.5, "4", True):
+        with pytest.raises(ValueError, match="gpus"):
+            calibration.public_singlenode_errors("dgx-h100", bad)
