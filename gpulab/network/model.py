@@ -596,19 +596,6 @@ def executed_time(collective, s, n, p, algo, proto):
     if algo == "ring":
         nc = execution.channels_used(s, nc_max, proto, n, "ring")
         steps = 2 * (n - 1) if collective == "all_reduce" else n - 1
-        if proto == "LL":
-            # LL forwards each line as its flag arrives and waits for credit only
-            # NCCL_STEPS ahead: the ring runs as a dataflow (ring_dataflow_time); across
-            # nodes LL carries at most NCCL's llMaxBw (its tuner's cap, tuning.cc line
-            # 327, read here as the rate LL reaches over the network: ours)
-            hops = [("intra", lat_in, p.nvlink_bw * share / nc_max),
-                    ("net", lat_net, min(p.net_bw * share, _ll_max(p)) / nc_max)]
-            ppn = int(round(p.ranks_per_node))
-            if ppn >= 1 and n % ppn == 0:
-                return _base("ring", proto) + execution.ring_dataflow_time(
-                    s, nc, n, ppn, steps, proto, hops)
-            return _base("ring", proto) + execution.ring_time(s, nc, n, steps, proto,
-                                                               hops)
         hops = [("intra", lat_in, p.nvlink_bw * share / nc_max),
                 ("net", lat_net, p.net_bw * share / nc_max)]
         step = _simple_step(p) if proto == "Simple" else None
@@ -743,12 +730,8 @@ def collective_times(collective, message_bytes, n_ranks, system, *, algorithm="a
     est = np.vstack([_one(collective, s, n, p, a, pr) for a, pr in pairs])
     best = np.argmin(est, axis=0)
     idx = np.arange(s.size)
-    run = np.zeros(s.shape)
-    for i, (a, pr) in enumerate(pairs):     # each pair's run only where it is picked
-        where = best == i
-        if where.any():
-            run[where] = executed_time(collective, s[where], n, p, a, pr)
-    return {"time": np.maximum(host_time, run),
+    times = np.vstack([executed_time(collective, s, n, p, a, pr) for a, pr in pairs])
+    return {"time": np.maximum(host_time, times[best, idx]),
             "estimate": est[best, idx],
             "algorithm": np.array([pairs[i][0] for i in best]),
             "protocol": np.array([pairs[i][1] for i in best])}
