@@ -730,8 +730,12 @@ def collective_times(collective, message_bytes, n_ranks, system, *, algorithm="a
     est = np.vstack([_one(collective, s, n, p, a, pr) for a, pr in pairs])
     best = np.argmin(est, axis=0)
     idx = np.arange(s.size)
-    times = np.vstack([executed_time(collective, s, n, p, a, pr) for a, pr in pairs])
-    return {"time": np.maximum(host_time, times[best, idx]),
+    run = np.zeros(s.shape)
+    for i, (a, pr) in enumerate(pairs):     # each pair's run only where it is picked
+        where = best == i
+        if where.any():
+            run[where] = executed_time(collective, s[where], n, p, a, pr)
+    return {"time": np.maximum(host_time, run),
             "estimate": est[best, idx],
             "algorithm": np.array([pairs[i][0] for i in best]),
             "protocol": np.array([pairs[i][1] for i in best])}
