@@ -170,7 +170,9 @@ def _cmd_compare(args, out):
             try:
                 pred = collectives.predict(coll, s.size_bytes[keep].astype(float), n,
                                            system, transport=transport, nvls=nvls,
-                                           gpus_per_process=g)
+                                           gpus_per_process=g,
+                                           algorithm=args.algorithm or "auto",
+                                           protocol=args.protocol or "auto")
                 cluster = describe_network(system, n, nvls=nvls)
             except ValueError as exc:
                 parser.error(one_line(exc))
@@ -194,6 +196,7 @@ def _cmd_compare(args, out):
         import json
         doc = [{"file": str(path), "collective": coll, "n_ranks": n,
                 "system": system.name, "nodes": system.nodes, "transport": transport,
+                "algorithm": args.algorithm or "auto", "protocol": args.protocol or "auto",
                 "gpus_per_process": note["gpus_per_process"],
                 "process_model": note["process_model"],
                 "cluster": note["cluster"] or None,
@@ -221,9 +224,12 @@ def _cmd_compare(args, out):
             out.write("\n")
         cluster = (f"; cluster model: {system.name}, {note['cluster']}"
                    if note["cluster"] else "")
+        forced = "".join(f"; {name} {value} (forced)" for name, value in
+                         (("algorithm", args.algorithm), ("protocol", args.protocol))
+                         if value not in (None, "auto"))
         out.write(f"# gpulab compare: {path}: {coll}, {n} ranks{note['ranks_how']}, "
                   f"measured vs model on {system.name} (transport {transport}"
-                  f"{cluster}; process model: {note['gpus_per_process']} GPU(s) per "
+                  f"{forced}{cluster}; process model: {note['gpus_per_process']} GPU(s) per "
                   f"process, {note['process_model']})\n"
                   "# time in us; busbw in GB/s per direction (GB = 1e9 B); err = "
                   "(model - measured) / measured\n")
@@ -316,6 +322,11 @@ def register(sub, fmt):
     s.add_argument("--collective", metavar="NAME",
                    help="collective (default: from the file; picks one table of a "
                         "file that holds several)")
+    s.add_argument("--algorithm", choices=("auto",) + collectives.ALGORITHMS,
+                   help="the algorithm the run forced (NCCL_ALGO); default: auto, "
+                        "as NCCL's tuner picks")
+    s.add_argument("--protocol", choices=("auto",) + collectives.PROTOCOLS,
+                   help="the protocol the run forced (NCCL_PROTO); default: auto")
     s.add_argument("--nvls", choices=("auto", "on", "off"), default="auto",
                    help="model in-switch reduction as gpulab predict does "
                         "(default: auto)")

@@ -148,3 +148,35 @@ def test_bad_arguments_exit_2_with_usage(argv, flag, capsys):
     err = capsys.readouterr().err
     assert err.startswith("gpulab compare: error: ") and err.count("\n") == 1, err
     assert flag in err
+
+
+def test_forced_algorithm_and_protocol_are_modelled_as_forced(tmp_path, capsys):
+    """A run under NCCL_ALGO=Ring (NVIDIA/nccl issue 812: 2x DGX A100, forced ring,
+    93 us at 8 B) is compared with the model's ring, not its own pick; the header
+    says so, and a forced algorithm the network cannot run is refused in one line."""
+    f = tmp_path / "ring.csv"
+    f.write_text("size_bytes,time_us\n8,93.12\n64,93.05\n256,93.99\n")
+    args = [f, "--system", "dgx-a100-spod", "--nodes", "2", "--ranks", "16",
+            "--collective", "all_reduce"]
+    rc, text = run(*args, "--algorithm", "ring", "--format", "json")
+    assert rc == 0
+    (doc,) = json.loads(text)
+    assert (doc["algorithm"], doc["protocol"]) == ("ring", "auto")
+    from gpulab import network
+    want = collectives.predict("all_reduce", [8.0, 64.0, 256.0], 16,
+                               network.scale_out("dgx-a100-spod", 2),
+                               algorithm="ring", gpus_per_process=1)
+    assert set(want.algorithm) == {"ring"}
+    for r, t in zip(doc["rows"], want.time):
+        assert r["model_time_us"] == pytest.approx(t * 1e6, rel=1e-3)
+    auto = json.loads(run(*args, "--format", "json")[1])[0]
+    assert [r["model_time_us"] for r in auto["rows"]] != \
+        [r["model_time_us"] for r in doc["rows"]]           # the pick is not the ring
+    rc, text = run(*args, "--algorithm", "ring", "--protocol", "LL")
+    assert rc == 0
+    assert "algorithm ring (forced); protocol LL (forced)" in text.splitlines()[0]
+    with pytest.raises(SystemExit) as exc:
+        run(*args, "--algorithm", "nvls")
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) <= 2 and "nvls" in err[-1] and "Traceback" not in err[-1]
