@@ -123,7 +123,6 @@ def system_yaml(base, name, fits, transport, sources):
 
 
 @functools.lru_cache(maxsize=1)
-@functools.lru_cache(maxsize=1)
 def _single_rows():
     """The data file's rows, numbers as numbers (read once; callers copy)."""
     out = []
