@@ -66,7 +66,9 @@ def _base_system(system):
             topology=rec["topology"], oversubscription=float(rec["oversubscription"]),
             leaf_nodes=rec.get("leaf_nodes"), tuner_latency_s=rec.get("tuner_latency_s"),
             protocols=tuple(rec["nccl_protocols"]) if "nccl_protocols" in rec else None,
-            nccl_env=tuple(sorted(rec.get("nccl_env", {}).items())))
+            nccl_env=tuple(sorted(rec.get("nccl_env", {}).items())),
+            efficiency=(float(rec["fabric_efficiency"]["value"])
+                        if "fabric_efficiency" in rec else None))
         node = dataclasses.replace(node, name=system, network=net,
                                    n_gpus=node.scale_up_domain,
                                    description=rec["description"],
@@ -195,6 +197,8 @@ def scale_out(system, nodes, *, nics=None, fabric=None, sharp=None, gdr=True):
         if fab is not None:
             repl["fabric"] = fab
             changes.append(fab)
+            if fab != net.fabric:
+                repl["efficiency"] = None   # the preset's share was its own fabric's
         if sharp is not None:
             repl["sharp"] = sharp
             if sharp:

@@ -240,7 +240,7 @@ def parse_nics(nics, param="nics"):
 _CLUSTER_KEYS = ("description", "node", "nic", "nics", "fabric", "topology",
                  "oversubscription", "sharp_capable", "source", "accessed")
 _CLUSTER_OPTIONAL = ("leaf_nodes", "fabric_fixed", "tuner_latency_s", "nccl_protocols",
-                     "nccl_env")
+                     "nccl_env", "fabric_efficiency")
 #: NCCL settings a cluster preset may carry (``nccl_env``), in bytes.
 NCCL_ENV_KEYS = ("NCCL_BUFFSIZE", "NCCL_NVLS_CHUNKSIZE", "NCCL_NVLSTREE_MAX_CHUNKSIZE")
 
@@ -277,6 +277,17 @@ def _check_cluster(name, rec):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1e-3:
             raise ValueError(f"{where}.tuner_latency_s: must be a number of seconds in "
                              f"[0, 0.001]; got {v!r}")
+    if "fabric_efficiency" in rec:
+        v = rec["fabric_efficiency"]
+        ok = (isinstance(v, dict) and set(v) == {"value", "kind", "source"}
+              and not isinstance(v["value"], bool)
+              and isinstance(v["value"], (int, float)) and 0 < v["value"] <= 1
+              and v["kind"] in ("spec", "measured", "derived", "assumed")
+              and isinstance(v["source"], str) and v["source"].strip())
+        if not ok:
+            raise ValueError(f"{where}.fabric_efficiency: must be a mapping of value "
+                             "(a share of the line rate in (0, 1]), kind (spec, "
+                             f"measured, derived or assumed) and source; got {v!r}")
     if "nccl_protocols" in rec:
         v = rec["nccl_protocols"]
         if not isinstance(v, list) or not v or any(x not in PROTOCOLS for x in v):
@@ -315,6 +326,8 @@ def cluster_records():
     ``fabric_fixed`` (true: the provider fixes the network's fabric) and
     ``tuner_latency_s`` (the latency the instance's network plugin reports to NCCL's
     tuner, where it differs from the fabric's), ``nccl_protocols`` (the protocols
-    the plugin leaves NCCL across nodes) and ``nccl_env`` (buffer and NVLS chunk
-    sizes the provider sets, :data:`NCCL_ENV_KEYS`)."""
+    the plugin leaves NCCL across nodes), ``nccl_env`` (buffer and NVLS chunk
+    sizes the provider sets, :data:`NCCL_ENV_KEYS`) and ``fabric_efficiency`` (a
+    record: the share of the line rate the provider states one card delivers on
+    this instance, used instead of the fabric's)."""
     return copy.deepcopy(_cluster_records())

@@ -218,7 +218,8 @@ def network_path(system, n_ranks, nvls=True, placement="ordered"):
     nics_domain = net.nics_per_node * domain / system.gpus_per_node
     nics = nics_domain * ppn / domain
     rate = net.nic_rate.bytes_per_s
-    net_bw = nics * rate * fab.efficiency
+    eff = fab.efficiency if net.efficiency is None else net.efficiency
+    net_bw = nics * rate * eff
     beyond = nodes > leaf
     a2a_bw = None
     if beyond and net.oversubscription > 1:

@@ -100,6 +100,10 @@ class NetworkConfig:
         nodes: ``NCCL_BUFFSIZE`` (the Simple buffer, 8 buffer steps),
         ``NCCL_NVLS_CHUNKSIZE``, ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` [B]; empty: NCCL's
         defaults.
+    efficiency : float or None
+        The share of the NICs' line rate this network delivers, where its provider
+        states one for the instance (a cluster preset's ``fabric_efficiency``);
+        None: the fabric's (``gpulab/data/network.yaml``).
     """
 
     nic: str | None
@@ -114,6 +118,7 @@ class NetworkConfig:
     tuner_latency_s: float | None = None
     protocols: tuple | None = None
     nccl_env: tuple = ()
+    efficiency: float | None = None
 
     @property
     def nic_spec(self):

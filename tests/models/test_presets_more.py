@@ -239,6 +239,13 @@ def test_fixed_cloud_fabric_is_refused():
     ("oversubscription", 0.5, "oversubscription: must be a number in [1, 1000]"),
     ("nics", "8 NICs", "nics must be COUNTxRATE"),
     ("colour", "blue", "unknown key 'colour'"),
+    ("fabric_efficiency", 0.75, "fabric_efficiency: must be a mapping"),
+    ("fabric_efficiency", {"value": 1.2, "kind": "spec", "source": "x"},
+     "fabric_efficiency: must be a mapping"),
+    ("fabric_efficiency", {"value": 0.7, "kind": "guess", "source": "x"},
+     "fabric_efficiency: must be a mapping"),
+    ("fabric_efficiency", {"value": 0.7, "kind": "spec"},
+     "fabric_efficiency: must be a mapping"),
 ])
 def test_cluster_record_validation(key, value, needle):
     rec = dict(N.cluster_preset("aws-p5"), **{key: value})
@@ -264,3 +271,22 @@ def test_without_pcie_p2p_nccl_goes_through_host_memory():
     assert (p2p.time == shm.time).all()
     l40s = C.predict("all_reduce", s, 8, "l40s-x8")
     assert l40s.busbw[1] > p2p.busbw[1]
+
+
+def test_a3_high_gets_the_per_nic_rate_google_states():
+    """A3 High's GPUDirect-TCPX: Google states about 150 of each NIC's 200 Gb/s, so
+    the preset's network carries that share and a node gets 4 x 25 GB/s x 0.75; A3
+    Mega's TCPXO keeps the tcpx fabric's own (assumed) share, and a preset without
+    the field has none."""
+    rec = N.cluster_preset("gcp-a3-high")["fabric_efficiency"]
+    assert rec["kind"] == "spec" and "150 Gbps" in rec["source"]
+    assert rec["value"] == pytest.approx(150 / 200)
+    high = N.scale_out("gcp-a3-high", 2)
+    assert high.network.efficiency == pytest.approx(0.75)
+    assert N.network_path(high, 16).net_bw == pytest.approx(4 * 25e9 * 0.75)
+    mega = N.scale_out("gcp-a3-mega", 2)
+    assert mega.network.efficiency is None
+    assert N.network_path(mega, 16).net_bw == pytest.approx(
+        8 * 25e9 * N.fabric("tcpx").efficiency)
+    assert all(N.scale_out(c, 2).network.efficiency is None
+               for c in N.CLUSTER_PRESETS if c != "gcp-a3-high")
