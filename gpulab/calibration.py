@@ -193,7 +193,9 @@ def public_singlenode_errors(system=None, gpus=None):
     Returns
     -------
     list of dict
-        One per (source, system, GPUs, GPUs per process, band): ``points``,
+        One per (source, system, GPUs, GPUs per process, transport, band) --
+        ``transport`` is ``p2p``, ``shm`` or ``unknown`` as the row says, so a source's
+        run with NCCL_P2P_DISABLE=1 is its own group -- with ``points``,
         ``nccl_version`` (as the source prints it, comma-separated; empty where it
         prints none), ``median_error``, ``worst_error``, ``within`` (median within the band's
         target), ``points_within`` (share within
@@ -227,7 +229,7 @@ def public_singlenode_errors(system=None, gpus=None):
             for name, low, high, *_ in network.BANDS:
                 if low <= row["size_bytes"] < high:
                     key = (row["url"], row["system"], row["gpus"],
-                           row["gpus_per_process"], name)
+                           row["gpus_per_process"], row["transport"], name)
                     skipped[key] = skipped.get(key, 0) + 1
             continue
         t = next(times)
@@ -239,22 +241,22 @@ def public_singlenode_errors(system=None, gpus=None):
             else:
                 err = row["time_us"] * 1e-6 / t - 1        # busbw ratio, same sizes
             key = (row["url"], row["system"], row["gpus"], row["gpus_per_process"],
-                   name)
+                   row["transport"], name)
             grp = groups.setdefault(key, (target, [], set()))
             grp[1].append(err)
             if row["nccl_version"]:
                 grp[2].add(row["nccl_version"])
     out = []
-    for (url, system, gpus, g, band), (target, errs, vers) in groups.items():
+    for (url, system, gpus, g, tr, band), (target, errs, vers) in groups.items():
         e = np.asarray(errs)
         med = float(np.median(e))
         out.append({"url": url, "system": system, "gpus": gpus, "gpus_per_process": g,
-                    "band": band, "points": int(e.size), "median_error": med,
+                    "transport": tr, "band": band, "points": int(e.size), "median_error": med,
                     "nccl_version": ", ".join(sorted(vers)),
                     "worst_error": float(e[np.argmax(np.abs(e))]),
                     "within": abs(med) <= target,
                     "points_within": float(np.mean(np.abs(e) <= network.POINT_TARGET)),
-                    "anomalies": skipped.get((url, system, gpus, g, band), 0)})
+                    "anomalies": skipped.get((url, system, gpus, g, tr, band), 0)})
     return out
 
 

@@ -67,14 +67,22 @@ def test_single_server_run_anomalies_are_left_out_and_counted():
     rows = calibration.public_singlenode_results()
     errs = calibration.public_singlenode_errors()
     left = sum(e["anomalies"] for e in errs)
-    assert left == 1
-    # the point left out is slower than ANOMALY_FACTOR x the next size of its sweep
-    (bad,) = [e for e in errs if e["anomalies"]]
-    sweep = sorted((r for r in rows if r["url"] == bad["url"] and r["gpus"] == bad["gpus"]
-                    and r["gpus_per_process"] == bad["gpus_per_process"]
-                    and r["collective"] == "all_gather"), key=lambda r: r["size_bytes"])
-    assert any(a["time_us"] > network.ANOMALY_FACTOR * b["time_us"]
-               for a, b in zip(sweep, sweep[1:]))
+    # two hiccups: one all_gather point of a 4-GPU sweep, and the 32 B all_reduce point
+    # (68.14 us between 13.00 and 14.92 us) of the DGX H100 documentation sample
+    assert left == 2
+    # each group's left-out point is slower than ANOMALY_FACTOR x the next size of its sweep
+    bad = [e for e in errs if e["anomalies"]]
+    assert len(bad) == 2
+    for b in bad:
+        sweeps = {}
+        for r in rows:
+            if r["url"] == b["url"] and r["gpus"] == b["gpus"] \
+                    and r["gpus_per_process"] == b["gpus_per_process"]:
+                sweeps.setdefault(r["collective"], []).append(r)
+        assert any(a["time_us"] > network.ANOMALY_FACTOR * c["time_us"]
+                   for rs in sweeps.values()
+                   for a, c in zip(sorted(rs, key=lambda r: r["size_bytes"]),
+                                   sorted(rs, key=lambda r: r["size_bytes"])[1:])), b["url"]
 
 
 def test_errors_of_one_preset_are_its_rows_of_the_whole_table():
@@ -99,3 +107,24 @@ def test_errors_of_one_preset_are_its_rows_of_the_whole_table():
     for bad in (0, 2.5, "4", True):
         with pytest.raises(ValueError, match="gpus"):
             calibration.public_singlenode_errors("dgx-h100", bad)
+
+
+def test_small_messages_with_one_process_per_gpu_are_within_target():
+    """Below 64 KiB the host decides: the groups run with one process per GPU (8x H100
+    documentation sample, 2 of 4 A100s) are within the time target; every group with
+    one process driving all GPUs (-g N) is slower in the model (our VM's launch cost)."""
+    small = [e for e in calibration.public_singlenode_errors()
+             if e["band"] == network.BANDS[0][0]]
+    per_gpu = [e for e in small if (e["gpus_per_process"] or 1) == 1]
+    driving = [e for e in small if (e["gpus_per_process"] or 1) > 1]
+    assert len(per_gpu) >= 2 and all(e["within"] for e in per_gpu)
+    assert driving and all(e["median_error"] > 0 for e in driving)
+
+
+def test_a_p2p_off_run_is_its_own_group():
+    """One source ran the same 4 A100s with P2P and with NCCL_P2P_DISABLE=1: two groups,
+    each with its own transport, never one median over both."""
+    errs = [e for e in calibration.public_singlenode_errors("dgx-a100", 4)
+            if "eugenesiow" in e["url"]]
+    assert sorted(e["transport"] for e in errs) == ["p2p", "shm"]
+    assert all(e["points"] == 4 for e in errs)
