@@ -217,6 +217,13 @@ def public_singlenode_errors(system=None, gpus=None):
                          f"{', '.join(map(repr, systems.names()))}; got {system!r}")
     if gpus is not None:
         gpus = check_int("gpus", gpus, low=1, high=1_000_000)
+    return [dict(e) for e in _singlenode_errors(system, gpus)]
+
+
+@functools.lru_cache(maxsize=64)
+def _singlenode_errors(system, gpus):
+    """:func:`public_singlenode_errors` after its checks, kept per (system, GPUs): the
+    data file is read once, so the table is too (callers get copies)."""
     groups, skipped = {}, {}
     bad = _singlenode_anomalies()
     rows = [(i, row) for i, row in enumerate(_single_rows())
@@ -257,7 +264,7 @@ def public_singlenode_errors(system=None, gpus=None):
                     "within": abs(med) <= target,
                     "points_within": float(np.mean(np.abs(e) <= network.POINT_TARGET)),
                     "anomalies": skipped.get((url, system, gpus, g, tr, band), 0)})
-    return out
+    return tuple(out)
 
 
 _SINGLE_SWEEP_FIELDS = ("url", "system", "gpus", "gpus_per_process", "transport",
