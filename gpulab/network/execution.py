@@ -23,6 +23,11 @@ module models that run from NCCL's own mechanics (NCCL 2.30.7, file and line in
    paying each hop's latency and the piece's transfer; the rest streams behind it at
    the slowest hop's rate. A network hop also limits a channel to the
    ``NCCL_STEPS`` (8) pieces it may have in flight per round trip of that hop.
+4. **Rings.** An LL ring forwards each line as soon as its flag arrives and a sender
+   waits for credit only ``NCCL_STEPS`` steps ahead (``prims_ll.h``), so it runs as a
+   dataflow (:func:`ring_dataflow_time`): a small call pays the latencies along the
+   chain of its pieces, each network crossing once. LL128 and Simple rings are
+   modelled in lockstep (:func:`ring_time`), every step paced by the slowest edge.
 
 The model's time for one call:
 
@@ -51,7 +56,7 @@ from . import data
 
 __all__ = ["mechanic", "step_bytes", "channels_used", "tree_piece",
            "store_forward_piece", "pipeline_time", "tree_hops", "nvls_channels",
-           "nvlstree_piece", "ring_time", "PROTOCOLS"]
+           "nvlstree_piece", "ring_time", "ring_dataflow_time", "PROTOCOLS"]
 
 PROTOCOLS = data.PROTOCOLS
 mechanic = data.mechanic
@@ -296,7 +301,12 @@ def ring_time(message_bytes, channels, n_ranks, steps, protocol, hops, max_chunk
 
     Every rank sends from the first step on, so a ring has no fill: each step waits
     for the neighbour's piece, and every edge of the ring is busy in every step, so
-    the slowest edge sets the period of a step:
+    the slowest edge sets the period of a step (ours; the network model uses it for
+    LL128 and Simple, and :func:`ring_dataflow_time` for LL: run as a dataflow,
+    LL128 and Simple left public two-node runs between 64 KiB and 1 GiB faster than the
+    model's, 15 of 23 source groups within target instead of 16, so a per-step
+    network cost is missing there and the lockstep's latency at every step stands in
+    for it):
 
     .. math::
 
@@ -343,3 +353,141 @@ def ring_time(message_bytes, channels, n_ranks, steps, protocol, hops, max_chunk
         u = store_forward_piece(q, protocol, kind)
         period = np.maximum(period, np.maximum(q / rate, lat + u / rate))
     return loops * st * period
+
+
+def _ring_hops(hops):
+    """``hops`` of a ring as {kind: (latency_s, rate)}, validated."""
+    if isinstance(hops, (str, bytes)) or not hasattr(hops, "__iter__"):
+        raise ValueError(f"hops must be a list of (kind, latency_s, rate); got {hops!r}")
+    hops = list(hops)
+    if not hops or any(not isinstance(h, (tuple, list)) or len(h) != 3 for h in hops):
+        raise ValueError(f"hops must be a non-empty list of (kind, latency_s, rate); "
+                         f"got {hops!r}")
+    out = {}
+    for kind, lat, rate in hops:
+        check_choice("hops kind", kind, ("intra", "net"))
+        lat = float(as_number("hops latency_s", lat, low=0, allow_array=False))
+        out[kind] = (lat, _positive("hops rate", rate))
+    return out
+
+
+@finite_answer
+def ring_dataflow_time(message_bytes, channels, n_ranks, ranks_per_node, steps, protocol,
+                       hops, max_chunk=None):
+    r"""Time of a ring run as a dataflow: each step waits only for what it needs. [s]
+
+    Rank :math:`r` ends step :math:`j` at
+
+    .. math::
+
+        T_{r,j} = \max\bigl(T_{r-1,j-1} + \lambda_\text{in} + u_\text{in}/b_\text{in},\;
+                  T_{r,j-1} + q/b_\text{out},\;
+                  T_{r+1,j-D} + \lambda_\text{out}\bigr),\qquad T_{r,0} = 0,
+
+    the piece from the previous rank (its edge's latency and the part a hop holds
+    before it forwards, :func:`store_forward_piece`), its own previous send on its
+    outgoing edge, and a free slot at the next rank: a sender runs at most
+    ``D`` pieces ahead of its receiver, ``D`` = ``NCCL_STEPS`` (8) over the pieces
+    one step occupies (1 for LL and LL128, a Simple chunk's 4). The call ends at the
+    latest :math:`T_{r, L s}` (``L`` loops of ``s`` steps, as in :func:`ring_time`).
+    The edge into the first rank of every node is a network edge (``hops`` kind
+    ``"net"``), the others ``"intra"``; all nodes are alike, so one node's ranks are
+    followed. Beyond two loops (and 256 steps) the rest runs at the average
+    period of the second half of the steps followed.
+
+    This is how NCCL's LL primitives run (``nccl_mechanics.yaml``,
+    loops/ll_ring_flow: a line is forwarded as soon as its flag arrives, a sender
+    waits for credit only ``NCCL_STEPS`` steps ahead). A small call's time is then
+    the latencies along the ring's path, each network crossing paid once per
+    crossing, not the slowest edge's latency at every step as in :func:`ring_time`,
+    which it never exceeds.
+
+    Parameters
+    ----------
+    message_bytes : numeric or array_like
+        The call's size. [B]
+    channels : numeric or array_like
+        Channels used (per size or one).
+    n_ranks : int
+    ranks_per_node : int
+        Ranks per node, dividing ``n_ranks`` (``n_ranks``: one node, all edges
+        intra; 1: all network).
+    steps : int
+        Steps of one loop (all_reduce ``2(n-1)``, all_gather ``n-1``).
+    protocol : {"LL", "LL128", "Simple"}
+    hops : list of (kind, latency_s, rate)
+        ``"intra"`` and/or ``"net"`` edges: latency [s] and one channel's rate [B/s].
+    max_chunk : float, optional
+        As in :func:`ring_time`. [B]
+
+    Examples
+    --------
+    >>> hops = [("intra", 1.1e-6, 10e9), ("net", 5e-6, 2.5e9)]
+    >>> t = ring_dataflow_time(8, 1, 16, 8, 30, "LL", hops)
+    >>> round(float(t) * 1e6, 1)      # 26 NVLink steps x 1.1 us + 4 crossings x 5 us
+    48.6
+    >>> round(float(ring_time(8, 1, 16, 30, "LL", hops)) * 1e6, 1)   # lockstep: 30 x 5 us
+    150.0
+    """
+    s = _bytes("message_bytes", message_bytes)
+    shape = s.shape
+    k = _positive("channels", channels)
+    try:
+        k = np.broadcast_to(k, shape).astype(float).reshape(-1)
+    except ValueError:
+        raise ValueError(f"channels must be one count or one per message size "
+                         f"(shape {shape}); got shape {k.shape}") from None
+    s = s.reshape(-1)
+    n = check_int("n_ranks", n_ranks, low=1, high=1_000_000)
+    ppn = check_int("ranks_per_node", ranks_per_node, low=1, high=n)
+    if n % ppn:
+        raise ValueError(f"ranks_per_node must divide n_ranks ({n}); got {ppn}")
+    st = check_int("steps", steps, low=0, high=10_000_000)
+    check_choice("protocol", protocol, PROTOCOLS)
+    edges = _ring_hops(hops)
+    nodes = n // ppn
+    need = ({"intra"} if nodes == 1 else {"net"} if ppn == 1 else {"intra", "net"})
+    if not need <= set(edges):
+        raise ValueError(f"hops must give the {' and '.join(sorted(need))} edges of a "
+                         f"ring of {n} ranks, {ppn} per node; got {sorted(edges)}")
+    if max_chunk is None:
+        chunk = step_bytes(protocol) * (_chunk_slice()[0] if protocol == "Simple" else 1)
+    else:
+        chunk = float(as_number("max_chunk", max_chunk, low=0, low_inclusive=False,
+                                allow_array=False))
+    credit = _steps() // (_chunk_slice()[0] if protocol == "Simple" else 1)
+    q = np.minimum(s / (k * n), chunk)
+    loops = np.maximum(1.0, s / (k * n * chunk))
+    total = np.maximum(np.rint(loops * st), 0)          # float: may be huge
+    if st == 0 or s.size == 0:
+        return np.zeros(shape)
+    # one node's ranks: position 0 receives over the network (from the previous node)
+    period = 1 if nodes == 1 or ppn == 1 else ppn
+    kinds = ["intra" if nodes == 1 else "net"] + \
+        ["intra"] * (period - 1)                      # edge into each position
+    lat = np.array([edges[c][0] for c in kinds])
+    rate = np.stack([np.broadcast_to(edges[c][1], s.shape) for c in kinds], axis=1)
+    qq = q[:, None]
+    u = np.stack([store_forward_piece(q, protocol, c) for c in kinds], axis=1)
+    w_in = lat[None, :] + u / rate                     # piece from the previous rank
+    s_out = np.roll(qq / rate, -1, axis=1)             # own send on the next rank's edge
+    c_out = np.roll(lat, -1)[None, :]                  # credit back over that edge
+    cap = np.minimum(total, max(2 * st, 256)).astype(int)
+    last = int(cap.max())
+    ends = np.zeros((last + 1, s.size))
+    hist = [np.zeros((s.size, period))]
+    t = hist[0]
+    for j in range(1, last + 1):
+        t = np.maximum(np.roll(t, 1, axis=1) + w_in, t + s_out)
+        if j > credit:
+            t = np.maximum(t, np.roll(hist[j - credit], -1, axis=1) + c_out)
+        hist.append(t)
+        ends[j] = t.max(axis=1)
+    idx = np.arange(s.size)
+    out = ends[cap, idx]
+    more = total > cap
+    if more.any():
+        back = cap // 2
+        per_step = (ends[cap, idx] - ends[back, idx]) / np.maximum(cap - back, 1)
+        out = np.where(more, out + (total - cap) * per_step, out)
+    return out.reshape(shape)

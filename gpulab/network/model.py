@@ -597,6 +597,19 @@ def executed_time(collective, s, n, p, algo, proto):
     if algo == "ring":
         nc = execution.channels_used(s, nc_max, proto, n, "ring")
         steps = 2 * (n - 1) if collective == "all_reduce" else n - 1
+        if proto == "LL":
+            # LL forwards each line as its flag arrives and waits for credit only
+            # NCCL_STEPS ahead: the ring runs as a dataflow (ring_dataflow_time); across
+            # nodes LL carries at most NCCL's llMaxBw (its tuner's cap, tuning.cc line
+            # 327, read here as the rate LL reaches over the network: ours)
+            hops = [("intra", lat_in, p.nvlink_bw * share / nc_max),
+                    ("net", lat_net, min(p.net_bw * share, _ll_max(p)) / nc_max)]
+            ppn = int(round(p.ranks_per_node))
+            if ppn >= 1 and n % ppn == 0:
+                return _base("ring", proto) + execution.ring_dataflow_time(
+                    s, nc, n, ppn, steps, proto, hops)
+            return _base("ring", proto) + execution.ring_time(s, nc, n, steps, proto,
+                                                               hops)
         hops = [("intra", lat_in, p.nvlink_bw * share / nc_max),
                 ("net", lat_net, p.net_bw * share / nc_max)]
         step = _simple_step(p) if proto == "Simple" else None

@@ -117,4 +117,13 @@ CASES += [
          {"message_bytes": NONNEG, "channels": POS, "n_ranks": INT(1, 1_000_000),
           "steps": INT(0, 10_000_000), "protocol": CHOICE(), "hops": _HOPS_BAD,
           "max_chunk": [0, -1.0, "1", True, float("inf")]}),
+    Case(ex.ring_dataflow_time,
+         {"message_bytes": 2**20, "channels": 16, "n_ranks": 16, "ranks_per_node": 8,
+          "steps": 30, "protocol": "LL",
+          "hops": [("intra", 1.1e-6, 12e9), ("net", 2.7e-6, 2.4e9)], "max_chunk": None},
+         {"message_bytes": NONNEG, "channels": POS, "n_ranks": INT(1, 1_000_000),
+          "ranks_per_node": [0, 3, 17, 2.5, "8", None, True],
+          "steps": INT(0, 10_000_000), "protocol": CHOICE(),
+          "hops": _HOPS_BAD + [[("intra", 1.1e-6, 12e9)]],   # two nodes need "net"
+          "max_chunk": [0, -1.0, "1", True, float("inf")]}),
 ]

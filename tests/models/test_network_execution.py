@@ -171,3 +171,75 @@ def test_public_rows_with_a_forced_algorithm_are_modelled_with_it():
     for r in rows:
         t, _bus, algo = N.predicted(r)
         assert algo == r["algorithm"] and t > 0
+
+
+# --- the LL ring as a dataflow -----------------------------------------------------------
+def _dataflow_by_hand(s, k, n, ppn, steps, proto, hops):
+    """Every rank of the ring followed step by step (no symmetry, no extrapolation):
+    the piece from the previous rank, the rank's own previous send, and a slot free at
+    the next rank NCCL_STEPS (LL) pieces back."""
+    lat = {kind: (latency, rate) for kind, latency, rate in hops}
+    chunk = E.step_bytes(proto) * (4 if proto == "Simple" else 1)
+    q = min(s / (k * n), chunk)
+    total = int(round(max(1.0, s / (k * n * chunk)) * steps))
+    credit = 8 // (4 if proto == "Simple" else 1)
+    nodes = n // ppn
+    kind_in = ["net" if nodes > 1 and r % ppn == 0 else "intra" for r in range(n)]
+    w_in = [lat[c][0] + float(E.store_forward_piece(q, proto, c)) / lat[c][1]
+            for c in kind_in]
+    out_kind = kind_in[1:] + kind_in[:1]
+    s_out = [q / lat[c][1] for c in out_kind]
+    c_out = [lat[c][0] for c in out_kind]
+    hist = [[0.0] * n]
+    for j in range(1, total + 1):
+        t = hist[-1]
+        new = [max(t[r - 1] + w_in[r], t[r] + s_out[r]) for r in range(n)]
+        if j > credit:
+            old = hist[j - credit]
+            new = [max(new[r], old[(r + 1) % n] + c_out[r]) for r in range(n)]
+        hist.append(new)
+    return max(hist[-1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(ppn=st.sampled_from([1, 2, 4, 8]), nodes=st.integers(1, 4),
+       proto=st.sampled_from(["LL", "LL128", "Simple"]),
+       log_s=st.integers(3, 22), k=st.sampled_from([1, 4, 16]),
+       lat_i=st.floats(0.5e-6, 4e-6), lat_n=st.floats(1e-6, 30e-6),
+       b_i=st.floats(5e9, 30e9), b_n=st.floats(1e9, 30e9), twice=st.booleans())
+def test_ring_dataflow_matches_every_rank_followed_by_hand(ppn, nodes, proto, log_s, k,
+                                                           lat_i, lat_n, b_i, b_n, twice):
+    n = ppn * nodes
+    if n < 2:
+        return
+    steps = 2 * (n - 1) if twice else n - 1
+    hops = [("intra", lat_i, b_i), ("net", lat_n, b_n)]
+    s = float(2**log_s)
+    want = _dataflow_by_hand(s, k, n, ppn, steps, proto, hops)
+    got = float(E.ring_dataflow_time(s, k, n, ppn, steps, proto, hops))
+    assert got == pytest.approx(want, rel=2e-3)
+    # never slower than the lockstep ring, up to the rounding of loops to whole steps
+    lock = float(E.ring_time(s, k, n, steps, proto, hops))
+    period = max(max(s / (k * n), 8) / min(b_i, b_n), lat_i, lat_n) + 1e-12
+    assert got <= lock + 2 * period
+
+
+def test_ring_dataflow_pays_each_network_crossing_once():
+    """Two nodes of 8, 30 steps of 8 B: 26 NVLink steps and 4 crossings (the chain of
+    pieces passes the node boundary every 8 steps), where the lockstep ring pays the
+    network's latency at all 30 steps; a one-node ring is the same in both forms."""
+    hops = [("intra", 1.1e-6, 10e9), ("net", 5e-6, 2.5e9)]
+    t = float(E.ring_dataflow_time(8, 1, 16, 8, 30, "LL", hops))
+    assert t == pytest.approx(26 * 1.1e-6 + 4 * 5e-6, rel=1e-3)
+    assert float(E.ring_time(8, 1, 16, 30, "LL", hops)) == pytest.approx(30 * 5e-6,
+                                                                         rel=1e-3)
+    one = [("intra", 1.1e-6, 10e9)]
+    assert float(E.ring_dataflow_time(8, 1, 8, 8, 14, "LL", one)) == pytest.approx(
+        float(E.ring_time(8, 1, 8, 14, "LL", one)), rel=1e-9)
+    # a large LL call streams at the slowest edge: one piece per step on the network
+    big = float(E.ring_dataflow_time(2**26, 16, 16, 8, 30, "LL", hops))
+    q = 2**26 / (16 * 16) if 2**26 / (16 * 16) < E.step_bytes("LL") else E.step_bytes("LL")
+    loops = max(1.0, 2**26 / (16 * 16 * E.step_bytes("LL")))
+    assert big == pytest.approx(loops * 30 * q / 2.5e9, rel=0.05)
+    with pytest.raises(ValueError, match="ranks_per_node must divide"):
+        E.ring_dataflow_time(8, 1, 16, 3, 30, "LL", hops)
