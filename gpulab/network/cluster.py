@@ -68,7 +68,10 @@ def _base_system(system):
             protocols=tuple(rec["nccl_protocols"]) if "nccl_protocols" in rec else None,
             nccl_env=tuple(sorted(rec.get("nccl_env", {}).items())),
             efficiency=(float(rec["fabric_efficiency"]["value"])
-                        if "fabric_efficiency" in rec else None))
+                        if "fabric_efficiency" in rec else None),
+            host_cpu=(rec["host_cpu"]["vendor"] if "host_cpu" in rec
+                      else node.network.host_cpu if node.network is not None
+                      else "unknown"))
         node = dataclasses.replace(node, name=system, network=net,
                                    n_gpus=node.scale_up_domain,
                                    description=rec["description"],

@@ -240,7 +240,7 @@ def parse_nics(nics, param="nics"):
 _CLUSTER_KEYS = ("description", "node", "nic", "nics", "fabric", "topology",
                  "oversubscription", "sharp_capable", "source", "accessed")
 _CLUSTER_OPTIONAL = ("leaf_nodes", "fabric_fixed", "tuner_latency_s", "nccl_protocols",
-                     "nccl_env", "fabric_efficiency")
+                     "nccl_env", "fabric_efficiency", "host_cpu")
 #: NCCL settings a cluster preset may carry (``nccl_env``), in bytes.
 NCCL_ENV_KEYS = ("NCCL_BUFFSIZE", "NCCL_NVLS_CHUNKSIZE", "NCCL_NVLSTREE_MAX_CHUNKSIZE")
 
@@ -288,6 +288,14 @@ def _check_cluster(name, rec):
             raise ValueError(f"{where}.fabric_efficiency: must be a mapping of value "
                              "(a share of the line rate in (0, 1]), kind (spec, "
                              f"measured, derived or assumed) and source; got {v!r}")
+    if "host_cpu" in rec:
+        v = rec["host_cpu"]
+        ok = (isinstance(v, dict) and set(v) == {"vendor", "source"}
+              and v["vendor"] in systems.HOST_CPUS
+              and isinstance(v["source"], str) and v["source"].strip())
+        if not ok:
+            raise ValueError(f"{where}.host_cpu: must be a mapping of vendor (one of "
+                             f"{', '.join(systems.HOST_CPUS)}) and source; got {v!r}")
     if "nccl_protocols" in rec:
         v = rec["nccl_protocols"]
         if not isinstance(v, list) or not v or any(x not in PROTOCOLS for x in v):
@@ -329,5 +337,7 @@ def cluster_records():
     the plugin leaves NCCL across nodes), ``nccl_env`` (buffer and NVLS chunk
     sizes the provider sets, :data:`NCCL_ENV_KEYS`) and ``fabric_efficiency`` (a
     record: the share of the line rate the provider states one card delivers on
-    this instance, used instead of the fabric's)."""
+    this instance, used instead of the fabric's) and ``host_cpu`` (a record: the
+    vendor of the instance's CPUs, where it differs from its node preset's, with
+    its source)."""
     return copy.deepcopy(_cluster_records())

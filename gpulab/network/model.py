@@ -137,6 +137,10 @@ class NetworkPath:
         Buffer and NVLS chunk sizes the provider sets, as (name, bytes) pairs
         (``NCCL_BUFFSIZE``, ``NCCL_NVLS_CHUNKSIZE``, ``NCCL_NVLSTREE_MAX_CHUNKSIZE``);
         empty: NCCL's defaults.
+    net_overhead_s : float
+        NCCL's network post overhead for the node's CPU (``tuning.cc``
+        getNetOverhead: 2 us on AMD x86 hosts, 1 us otherwise): each step of a ring
+        across nodes costs at least this (three times with Simple). [s]
     """
 
     nodes: int
@@ -158,6 +162,7 @@ class NetworkPath:
     tuner_latency_s: float = 0.0
     protocols: tuple = data.PROTOCOLS
     nccl_env: tuple = ()
+    net_overhead_s: float = 1.0e-6
 
 
 #: How ranks sit on the leaf groups of a fat tree: ``ordered`` (nodes of a job in
@@ -251,9 +256,11 @@ def network_path(system, n_ranks, nvls=True, placement="ordered"):
         net_bw = min(net_bw, ppn * host * pinned.efficiency / 2)
     if a2a_bw is not None:
         a2a_bw = min(a2a_bw, net_bw)
+    overhead = data.constant_view("net_overhead_amd_s" if net.host_cpu == "amd"
+                                  else "net_overhead_s")
     return NetworkPath(nodes, ppn, nics, rate, net_bw, nv_bw, nvls_bw, hops, extra,
                        fab.name, arch, net.gdr, net.sharp, nvswitch, intra, a2a_bw,
-                       tuner, net.protocols or data.PROTOCOLS, net.nccl_env)
+                       tuner, net.protocols or data.PROTOCOLS, net.nccl_env, overhead)
 
 
 # --- NCCL's latencies ----------------------------------------------------------------
@@ -319,7 +326,7 @@ def _ring(collective, s, n, p, proto, kind, run=False):
     if collective in ("broadcast", "reduce"):
         lat = _base("ring", proto) + _inter_lat(p, "ring", proto, run)
     else:
-        overhead = data.constant_view("net_overhead_s") * (3 if proto == "Simple" else 1)
+        overhead = p.net_overhead_s * (3 if proto == "Simple" else 1)
         intra = max(_hw(kind, "ring", proto), overhead)
         n_inter = 2 * (p.nodes - 1) if collective == "all_reduce" else p.nodes - 1
         lat = _base("ring", proto) + (nsteps - n_inter) * intra \
@@ -594,6 +601,12 @@ def executed_time(collective, s, n, p, algo, proto):
     share = _proto_rate(proto)
     lat_net = _inter_lat(p, algo, proto, run=True)
     lat_in = _intra_hop(proto)
+    if algo == "ring" and p.nodes > 1:
+        # NCCL's tuner charges every step of a ring across nodes at least the network
+        # post overhead (tuning.cc lines 404-410; 2 us on AMD x86 hosts, 1 us
+        # otherwise, three times with Simple): ours to take it as a floor of the run's
+        # steps inside a node too
+        lat_in = max(lat_in, p.net_overhead_s * (3 if proto == "Simple" else 1))
     if algo == "ring":
         nc = execution.channels_used(s, nc_max, proto, n, "ring")
         steps = 2 * (n - 1) if collective == "all_reduce" else n - 1

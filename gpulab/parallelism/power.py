@@ -188,8 +188,10 @@ def power_clock_curve(sms, limit_w=None):
     lim = f["limit_w"] if limit_w is None else as_number(
         "limit_w", limit_w, low=f["static_w"], high=2000, low_inclusive=False,
         allow_array=False)
-    clock = np.minimum(f["top_mhz"], f["top_mhz"] * (
-        (lim - f["static_w"]) / (k * f["sm_top_w"])) ** (1.0 / f["alpha"]))
+    with np.errstate(over="ignore", divide="ignore"):
+        # a tiny busy share overflows the headroom ratio to inf: the clock is then the top
+        clock = np.minimum(f["top_mhz"], f["top_mhz"] * (
+            (lim - f["static_w"]) / (k * f["sm_top_w"])) ** (1.0 / f["alpha"]))
     power = f["static_w"] + k * f["sm_top_w"] * (clock / f["top_mhz"]) ** f["alpha"]
     return power, clock
 

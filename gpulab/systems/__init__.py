@@ -124,6 +124,7 @@ from .model import (  # noqa: F401
     FABRICS,
     NETWORK_FABRICS,
     NETWORK_TOPOLOGIES,
+    HOST_CPUS,
     P2P_VIA,
     NVLinkConfig,
     NetworkConfig,
@@ -143,6 +144,6 @@ from .loader import (  # noqa: F401
 __all__ = [
     "System", "NVLinkConfig", "PCIeConfig", "CopyParams", "HostCopy", "P2PConfig",
     "HardwareCopy", "CopyHardware", "HARDWARE_COPY_KEYS",
-    "NetworkConfig", "FABRICS", "NETWORK_FABRICS", "NETWORK_TOPOLOGIES", "P2P_VIA", "names", "get", "load",
+    "NetworkConfig", "FABRICS", "NETWORK_FABRICS", "NETWORK_TOPOLOGIES", "HOST_CPUS", "P2P_VIA", "names", "get", "load",
     "parse", "resolve", "nvlink_peers",
 ]

@@ -14,7 +14,7 @@ from .. import specs, units
 from .._validate import check_choice
 from .copies import (HARDWARE_COPY_FIELDS, HARDWARE_COPY_KEYS, HOST_COPY_DIRECTIONS,
                      CopyHardware, CopyParams, HardwareCopy, HostCopy)
-from .model import (FABRICS, NETWORK_FABRICS, NETWORK_TOPOLOGIES, P2P_VIA, NetworkConfig, NVLinkConfig,
+from .model import (FABRICS, NETWORK_FABRICS, NETWORK_TOPOLOGIES, HOST_CPUS, P2P_VIA, NetworkConfig, NVLinkConfig,
                     P2PConfig, PCIeConfig, System)
 
 
@@ -434,7 +434,7 @@ def _peer_links(nv, domain, links_per_gpu):
 
 
 _NETWORK_KEYS = ("nic", "nics_per_node", "fabric", "nic_gbit_per_s", "sharp", "gdr",
-                 "topology", "oversubscription", "leaf_nodes")
+                 "topology", "oversubscription", "leaf_nodes", "host_cpu")
 
 
 def _network(nw):
@@ -458,7 +458,9 @@ def _network(nw):
                   else "rail_optimized"),
         oversubscription=(nw.number("oversubscription", 1.0, 1000.0)
                           if "oversubscription" in nw.value else 1.0),
-        leaf_nodes=leaf)
+        leaf_nodes=leaf,
+        host_cpu=(nw.choice("host_cpu", HOST_CPUS) if "host_cpu" in nw.value
+                  else "unknown"))
 
 
 def parse(text, *, source="<text>"):

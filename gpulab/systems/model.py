@@ -18,6 +18,9 @@ FABRICS = ("nvswitch", "hybrid_cube_mesh", "mesh", "none")
 NETWORK_FABRICS = ("infiniband", "roce", "efa", "tcpx")
 #: Switch topologies of the scale-out network (see ``gpulab/data/network.yaml``).
 NETWORK_TOPOLOGIES = ("rail_optimized", "fat_tree")
+#: The host CPU's vendor, as NCCL reads it for its network post overhead
+#: (``tuning.cc`` getNetOverhead: 2 us on AMD x86, 1 us on Intel x86 and anything else).
+HOST_CPUS = ("intel", "amd", "arm", "unknown")
 #: How GPU-to-GPU copies travel.
 P2P_VIA = ("nvlink", "pcie", "host")
 
@@ -104,6 +107,10 @@ class NetworkConfig:
         The share of the NICs' line rate this network delivers, where its provider
         states one for the instance (a cluster preset's ``fabric_efficiency``);
         None: the fabric's (``gpulab/data/network.yaml``).
+    host_cpu : str
+        One of :data:`HOST_CPUS`: the vendor of the node's CPUs, which sets NCCL's
+        network post overhead (2 us on AMD x86, 1 us otherwise); ``unknown``: NCCL's
+        default (1 us).
     """
 
     nic: str | None
@@ -119,6 +126,7 @@ class NetworkConfig:
     protocols: tuple | None = None
     nccl_env: tuple = ()
     efficiency: float | None = None
+    host_cpu: str = "unknown"
 
     @property
     def nic_spec(self):

@@ -246,6 +246,10 @@ def test_fixed_cloud_fabric_is_refused():
      "fabric_efficiency: must be a mapping"),
     ("fabric_efficiency", {"value": 0.7, "kind": "spec"},
      "fabric_efficiency: must be a mapping"),
+    ("host_cpu", "amd", "host_cpu: must be a mapping of vendor"),
+    ("host_cpu", {"vendor": "via", "source": "x"}, "host_cpu: must be a mapping of vendor"),
+    ("host_cpu", {"vendor": "amd"}, "host_cpu: must be a mapping of vendor"),
+    ("host_cpu", {"vendor": "amd", "source": " "}, "host_cpu: must be a mapping of vendor"),
 ])
 def test_cluster_record_validation(key, value, needle):
     rec = dict(N.cluster_preset("aws-p5"), **{key: value})
@@ -290,3 +294,38 @@ def test_a3_high_gets_the_per_nic_rate_google_states():
         8 * 25e9 * N.fabric("tcpx").efficiency)
     assert all(N.scale_out(c, 2).network.efficiency is None
                for c in N.CLUSTER_PRESETS if c != "gcp-a3-high")
+
+
+def test_nccl_post_overhead_follows_the_host_cpu():
+    """NCCL charges each step of a ring across nodes at least its network post
+    overhead, 2 us on AMD x86 hosts and 1 us otherwise (tuning.cc getNetOverhead).
+    DGX A100 (dual AMD Rome) and p5 (AMD in AWS's topology file) are AMD; p4de
+    (Intel) overrides its DGX A100 node; a preset that names no CPU gets NCCL's
+    default. A forced LL ring all_reduce on 2x8 GPUs then differs by exactly the
+    26 steps inside the nodes (of 30) x (2.0 - 1.1) us: our measured LL hop (1.1 us)
+    is above the 1 us floor, below the 2 us one."""
+    import dataclasses
+    from gpulab.network import collective_times
+    assert [N.scale_out(c, 2).network.host_cpu
+            for c in ("dgx-a100-spod", "aws-p5", "aws-p4de", "gcp-a3-ultra")] == \
+        ["amd", "amd", "intel", "unknown"]
+    assert N.network_path(N.scale_out("aws-p5", 2), 16).net_overhead_s == 2e-6
+    assert N.network_path(N.scale_out("aws-p4de", 2), 16).net_overhead_s == 1e-6
+    amd = N.scale_out("dgx-a100-spod", 2)
+    intel = dataclasses.replace(amd, network=dataclasses.replace(amd.network,
+                                                                 host_cpu="intel"))
+    t = [float(collective_times("all_reduce", [8.0], 16, c, algorithm="ring")["time"][0])
+         for c in (amd, intel)]
+    assert t[0] - t[1] == pytest.approx(26 * (2.0e-6 - 1.1e-6), rel=1e-6)
+    e = [float(collective_times("all_reduce", [8.0], 16, c, algorithm="ring")["estimate"][0])
+         for c in (amd, intel)]
+    assert e[0] - e[1] == pytest.approx(28 * 1.0e-6, rel=1e-6)   # NCCL: nsteps - 2 inter
+
+
+def test_a_system_file_refuses_an_unknown_host_cpu():
+    from gpulab import systems
+    text = open(systems.loader.__file__.replace("systems/loader.py", "data/systems.yaml")).read()
+    bad = text.replace("fabric: infiniband, host_cpu: amd}", "fabric: infiniband, host_cpu: via}", 1)
+    assert bad != text
+    with pytest.raises(ValueError, match="host_cpu"):
+        systems.parse(bad)
