@@ -512,7 +512,7 @@ def test_run_anomalies_are_left_out_and_counted():
     """A point slower than ANOMALY_FACTOR x the next larger size of its sweep is listed
     by run_anomalies and excluded (and counted) in public_errors; nothing else is."""
     anomalies = N.run_anomalies()
-    assert len(anomalies) == 5
+    assert len(anomalies) == 6      # the sixth: 2 MiB of the GKE A4 demo (1753.7 us, 4 MiB 933.6)
     for a in anomalies:
         assert a["next_size_bytes"] > a["size_bytes"]
         assert a["time_us"] > N.ANOMALY_FACTOR * a["next_time_us"]
