@@ -67,6 +67,26 @@ READY_JS = """async () => {
 }"""
 
 
+#: Wide tables, display equations and code: zoomed to the text width for print (a
+#: sideways-scrolling table would lose its right-hand columns on paper); returns how many
+#: were shrunk and how many still overflow at the smallest zoom.
+FIT_JS = """() => {
+  const article = document.querySelector("article") || document.body;
+  const width = article.getBoundingClientRect().width;
+  let shrunk = 0, clipped = 0;
+  for (const el of article.querySelectorAll("table, mjx-container[display='true'], pre")) {
+    const w = el.scrollWidth;
+    if (w > width + 1) {
+      const z = Math.max(0.45, width / w);
+      el.style.zoom = z.toFixed(3);
+      shrunk += 1;
+      if (w * z > width + 1) clipped += 1;
+    }
+  }
+  return {shrunk, clipped};
+}"""
+
+
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
@@ -132,6 +152,10 @@ def print_pages(html_dir, docs):
                 raise SystemExit(f"build_pdf: {doc}: {len(state['broken'])} images "
                                  f"not loaded {state['broken'][:3]}, {state['raw']} "
                                  "equations not typeset")
+            fit = page.evaluate(FIT_JS)
+            if fit["clipped"]:
+                raise SystemExit(f"build_pdf: {doc}: {fit['clipped']} tables or equations "
+                                 "wider than the page even at the smallest zoom")
             title = page.locator("article h1").first.inner_text().strip().rstrip("#")
             pdf = page.pdf(format="A4", print_background=True, tagged=True,
                            margin={"top": "14mm", "bottom": "16mm", "left": "12mm",

@@ -85,3 +85,16 @@ def test_chapter_has_figures_and_typeset_math(book, doc):
     # builder already refuses to print a page with an equation MathJax did not typeset
     text = " ".join(p.extract_text() for p in pages[:RAW_TEX_PAGES])
     assert not re.search(r"\\\(|\\\[|\\frac|\\text\{", text), f"{doc}: raw TeX in PDF"
+
+
+@pytest.mark.parametrize("doc, headers", [
+    ("book/reading_nccl_tests", ("Transport", "Median error", "Worst error", "Points within")),
+    ("book/scale_out", ("Median error", "Worst error")),
+])
+def test_wide_tables_keep_their_right_hand_columns(book, doc, headers):
+    """The public-run tables scroll sideways on screen; on paper they are zoomed to the
+    text width, so their last columns (the errors) are printed, not cut off."""
+    reader, index = book
+    text = words(" ".join(p.extract_text() or "" for p in page_range(reader, index[doc])))
+    missing = [h for h in headers if h not in text]
+    assert not missing, f"{doc}: columns cut from book.pdf: {missing}"
