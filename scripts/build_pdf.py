@@ -67,12 +67,19 @@ READY_JS = """async () => {
 }"""
 
 
+#: The page is laid out at the printable width of an A4 page with 12 mm side margins
+#: (186 mm at 96 px per inch), so that what is measured is what prints.
+PRINT_WIDTH_PX = round(186 / 25.4 * 96)
+#: Share of the article's width a wide element is fitted to: the article prints a little
+#: narrower than it measures at PRINT_WIDTH_PX (the last column of a table fitted to the
+#: whole width was still cut), so the fit keeps a margin.
+FIT_MARGIN = 0.92
 #: Wide tables, display equations and code: zoomed to the text width for print (a
 #: sideways-scrolling table would lose its right-hand columns on paper); returns how many
 #: were shrunk and how many still overflow at the smallest zoom.
-FIT_JS = """() => {
+FIT_JS = """(margin) => {
   const article = document.querySelector("article") || document.body;
-  const width = article.getBoundingClientRect().width;
+  const width = article.getBoundingClientRect().width * margin;
   let shrunk = 0, clipped = 0;
   for (const el of article.querySelectorAll("table, mjx-container[display='true'], pre")) {
     const w = el.scrollWidth;
@@ -143,7 +150,7 @@ def print_session(directory, viewport, who="build_pdf"):
 def print_pages(html_dir, docs):
     """``[(doc, title, pdf bytes)]`` for every doc, printed by one headless Chromium."""
     out = []
-    with print_session(html_dir, {"width": 1100, "height": 1400}) as (page, base):
+    with print_session(html_dir, {"width": PRINT_WIDTH_PX, "height": 1400}) as (page, base):
         for doc in docs:
             page.goto(f"{base}/{doc}.html", wait_until="load")
             page.add_style_tag(content=CJK_CSS)
@@ -152,7 +159,7 @@ def print_pages(html_dir, docs):
                 raise SystemExit(f"build_pdf: {doc}: {len(state['broken'])} images "
                                  f"not loaded {state['broken'][:3]}, {state['raw']} "
                                  "equations not typeset")
-            fit = page.evaluate(FIT_JS)
+            fit = page.evaluate(FIT_JS, FIT_MARGIN)
             if fit["clipped"]:
                 raise SystemExit(f"build_pdf: {doc}: {fit['clipped']} tables or equations "
                                  "wider than the page even at the smallest zoom")
