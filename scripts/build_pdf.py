@@ -67,27 +67,35 @@ READY_JS = """async () => {
 }"""
 
 
-#: The page is laid out at the printable width of an A4 page with 12 mm side margins
-#: (186 mm at 96 px per inch), so that what is measured is what prints.
+#: The printable width of an A4 page with 12 mm side margins (186 mm at 96 px per
+#: inch): the article's width is measured with the window that wide.
 PRINT_WIDTH_PX = round(186 / 25.4 * 96)
-#: Share of the article's width a wide element is fitted to: the article prints a little
-#: narrower than it measures at PRINT_WIDTH_PX (the last column of a table fitted to the
-#: whole width was still cut), so the fit keeps a margin.
+#: Share of that width a wide element is fitted to: the article prints a little narrower
+#: than it measures (the last column of a table fitted to the whole width was still cut).
 FIT_MARGIN = 0.92
-#: Wide tables, display equations and code: zoomed to the text width for print (a
-#: sideways-scrolling table would lose its right-hand columns on paper); returns how many
-#: were shrunk and how many still overflow at the smallest zoom.
-FIT_JS = """(margin) => {
+#: ``(target) => {shrunk, clipped}``: zoom every table whose narrowest layout (its
+#: columns at their min-content widths) is wider than ``target`` px, and every display
+#: equation or code block wider than it, to fit (at least 0.45); a sideways-scrolling table
+#: would lose its right-hand columns on paper. Tables that can wrap to the width are left
+#: alone.
+FIT_JS = """(target) => {
   const article = document.querySelector("article") || document.body;
-  const width = article.getBoundingClientRect().width * margin;
   let shrunk = 0, clipped = 0;
   for (const el of article.querySelectorAll("table, mjx-container[display='true'], pre")) {
-    const w = el.scrollWidth;
-    if (w > width + 1) {
-      const z = Math.max(0.45, width / w);
+    let w = el.scrollWidth;
+    if (el.tagName === "TABLE") {
+      const prev = el.style.width;
+      el.style.width = "1px";
+      w = el.scrollWidth;
+      el.style.width = prev;
+    }
+    if (w > target + 1) {
+      const z = Math.max(0.45, target / w);
       el.style.zoom = z.toFixed(3);
+      // a zoomed table's rows stay whole across a page break
+      for (const tr of el.querySelectorAll("tr")) tr.style.breakInside = "avoid";
       shrunk += 1;
-      if (w * z > width + 1) clipped += 1;
+      if (w * z > target + 1) clipped += 1;
     }
   }
   return {shrunk, clipped};
@@ -147,10 +155,27 @@ def print_session(directory, viewport, who="build_pdf"):
         raise SystemExit(f"{who}: pages asked for the network: {external[:5]}")
 
 
+def print_width(browser, base, url):
+    """The article's width [px] of ``url`` laid out in print media in a window as wide
+    as the printable part of the page (a second page: the printing one keeps its layout;
+    requests outside ``base`` are refused)."""
+    probe = browser.new_page(viewport={"width": PRINT_WIDTH_PX, "height": 1400})
+    try:
+        probe.route("**/*", lambda r: r.continue_() if r.request.url.startswith(base)
+                    else r.abort())
+        probe.emulate_media(media="print")
+        probe.goto(url, wait_until="load")
+        return probe.evaluate("() => (document.querySelector('article') "
+                              "|| document.body).getBoundingClientRect().width")
+    finally:
+        probe.close()
+
+
 def print_pages(html_dir, docs):
     """``[(doc, title, pdf bytes)]`` for every doc, printed by one headless Chromium."""
     out = []
-    with print_session(html_dir, {"width": PRINT_WIDTH_PX, "height": 1400}) as (page, base):
+    width = None
+    with print_session(html_dir, {"width": 1100, "height": 1400}) as (page, base):
         for doc in docs:
             page.goto(f"{base}/{doc}.html", wait_until="load")
             page.add_style_tag(content=CJK_CSS)
@@ -159,7 +184,9 @@ def print_pages(html_dir, docs):
                 raise SystemExit(f"build_pdf: {doc}: {len(state['broken'])} images "
                                  f"not loaded {state['broken'][:3]}, {state['raw']} "
                                  "equations not typeset")
-            fit = page.evaluate(FIT_JS, FIT_MARGIN)
+            if width is None:
+                width = print_width(page.context.browser, base, f"{base}/{doc}.html")
+            fit = page.evaluate(FIT_JS, width * FIT_MARGIN)
             if fit["clipped"]:
                 raise SystemExit(f"build_pdf: {doc}: {fit['clipped']} tables or equations "
                                  "wider than the page even at the smallest zoom")
