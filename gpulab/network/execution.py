@@ -332,43 +332,45 @@ def ring_time(message_bytes, channels, n_ranks, steps, protocol, hops, max_chunk
     n = check_int("n_ranks", n_ranks, low=1, high=1_000_000)
     st = check_int("steps", steps, low=0, high=10_000_000)
     check_choice("protocol", protocol, PROTOCOLS)
-    if isinstance(hops, (str, bytes)) or not hasattr(hops, "__iter__"):
-        raise ValueError(f"hops must be a list of (kind, latency_s, rate); got {hops!r}")
-    hops = list(hops)
-    if not hops or any(not isinstance(h, (tuple, list)) or len(h) != 3 for h in hops):
-        raise ValueError(f"hops must be a non-empty list of (kind, latency_s, rate); "
-                         f"got {hops!r}")
-    if max_chunk is None:
-        chunk = step_bytes(protocol) * (_chunk_slice()[0] if protocol == "Simple" else 1)
-    else:
-        chunk = float(as_number("max_chunk", max_chunk, low=0, low_inclusive=False,
-                                allow_array=False))
+    hops = _hop_list(hops)
+    chunk = _ring_chunk(protocol, max_chunk)
     q = np.minimum(s / (k * n), chunk)
     loops = np.maximum(1.0, s / (k * n * chunk))
     period = 0.0 * q
     for kind, lat, rate in hops:
-        check_choice("hops kind", kind, ("intra", "net"))
-        lat = float(as_number("hops latency_s", lat, low=0, allow_array=False))
-        rate = _positive("hops rate", rate)
         u = store_forward_piece(q, protocol, kind)
         period = np.maximum(period, np.maximum(q / rate, lat + u / rate))
     return loops * st * period
 
 
-def _ring_hops(hops):
-    """``hops`` of a ring as {kind: (latency_s, rate)}, validated."""
+def _hop_list(hops):
+    """``hops`` of a ring as a list of (kind, latency_s, rate), validated."""
     if isinstance(hops, (str, bytes)) or not hasattr(hops, "__iter__"):
         raise ValueError(f"hops must be a list of (kind, latency_s, rate); got {hops!r}")
     hops = list(hops)
     if not hops or any(not isinstance(h, (tuple, list)) or len(h) != 3 for h in hops):
         raise ValueError(f"hops must be a non-empty list of (kind, latency_s, rate); "
                          f"got {hops!r}")
-    out = {}
+    out = []
     for kind, lat, rate in hops:
         check_choice("hops kind", kind, ("intra", "net"))
-        lat = float(as_number("hops latency_s", lat, low=0, allow_array=False))
-        out[kind] = (lat, _positive("hops rate", rate))
+        out.append((kind, float(as_number("hops latency_s", lat, low=0, allow_array=False)),
+                    _positive("hops rate", rate)))
     return out
+
+
+def _ring_hops(hops):
+    """``hops`` of a ring as {kind: (latency_s, rate)}, validated."""
+    return {kind: (lat, rate) for kind, lat, rate in _hop_list(hops)}
+
+
+def _ring_chunk(protocol, max_chunk):
+    """A ring piece's largest size [B]: ``max_chunk`` where given, else the
+    protocol's buffer step (a Simple chunk of slice steps)."""
+    if max_chunk is None:
+        return step_bytes(protocol) * (_chunk_slice()[0] if protocol == "Simple" else 1)
+    return float(as_number("max_chunk", max_chunk, low=0, low_inclusive=False,
+                           allow_array=False))
 
 
 @finite_answer
@@ -450,11 +452,7 @@ def ring_dataflow_time(message_bytes, channels, n_ranks, ranks_per_node, steps, 
     if not need <= set(edges):
         raise ValueError(f"hops must give the {' and '.join(sorted(need))} edges of a "
                          f"ring of {n} ranks, {ppn} per node; got {sorted(edges)}")
-    if max_chunk is None:
-        chunk = step_bytes(protocol) * (_chunk_slice()[0] if protocol == "Simple" else 1)
-    else:
-        chunk = float(as_number("max_chunk", max_chunk, low=0, low_inclusive=False,
-                                allow_array=False))
+    chunk = _ring_chunk(protocol, max_chunk)
     credit = _steps() // (_chunk_slice()[0] if protocol == "Simple" else 1)
     q = np.minimum(s / (k * n), chunk)
     loops = np.maximum(1.0, s / (k * n * chunk))

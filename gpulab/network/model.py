@@ -601,13 +601,13 @@ def executed_time(collective, s, n, p, algo, proto):
     share = _proto_rate(proto)
     lat_net = _inter_lat(p, algo, proto, run=True)
     lat_in = _intra_hop(proto)
-    if algo == "ring" and p.nodes > 1:
-        # NCCL's tuner charges every step of a ring across nodes at least the network
-        # post overhead (tuning.cc lines 404-410; 2 us on AMD x86 hosts, 1 us
-        # otherwise, three times with Simple): ours to take it as a floor of the run's
-        # steps inside a node too
-        lat_in = max(lat_in, p.net_overhead_s * (3 if proto == "Simple" else 1))
     if algo == "ring":
+        if p.nodes > 1:
+            # NCCL's tuner charges every step of a ring across nodes at least the
+            # network post overhead (tuning.cc lines 404-410; 2 us on AMD x86 hosts,
+            # 1 us otherwise, three times with Simple): ours to take it as a floor of
+            # the run's steps inside a node too
+            lat_in = max(lat_in, p.net_overhead_s * (3 if proto == "Simple" else 1))
         nc = execution.channels_used(s, nc_max, proto, n, "ring")
         steps = 2 * (n - 1) if collective == "all_reduce" else n - 1
         if proto == "LL":
