@@ -162,12 +162,14 @@ def cluster_of(row):
 
 def _model(row):
     """(time, NCCL tuner's estimate [s], algorithm, ranks) for a public row, with
-    the row's forced algorithm (NCCL_ALGO) where it has one."""
+    the row's forced algorithm (NCCL_ALGO) where it has one and without NVLS where
+    the run turned it off (NCCL_NVLS_ENABLE=0)."""
     c = cluster_of(row)
     n = row["nodes"] * row["gpus_per_node"]
     # a run with NCCL_ALGO forced is modelled with that algorithm
     algo = row.get("algorithm") or "auto"
-    r = collective_times(row["collective"], [row["size_bytes"]], n, c, algorithm=algo)
+    r = collective_times(row["collective"], [row["size_bytes"]], n, c, algorithm=algo,
+                         nvls=row.get("nvls") != "off")
     return float(r["time"][0]), float(r["estimate"][0]), str(r["algorithm"][0]), n
 
 

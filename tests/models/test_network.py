@@ -454,6 +454,17 @@ def test_public_errors_per_source_and_band():
         assert math.isfinite(e["median_error"]) and e["points"] >= 1
 
 
+
+def test_public_rows_run_with_nvls_off_are_modelled_without_it():
+    """A run with NCCL_NVLS_ENABLE=0 (the 20-rack GB200 example, NCCL 2.26.2) is
+    modelled without NVLSTree: the same row with NVLS on picks it."""
+    rows = [r for r in N.public_results() if r["url"].endswith("coreweave/nccl-tests/pull/48")]
+    assert len(rows) == 4 and {r["nvls"] for r in rows} == {"off"}
+    assert {r["nccl_version"] for r in rows} == {"2.26.2"}
+    for r in rows:
+        assert N.predicted(r)[2] != "nvlstree"
+        assert N.predicted({**r, "nvls": ""})[2] == "nvlstree"
+
 # --- expert parallelism across nodes (parallelism.expert_alltoall_time) -----------------
 def test_expert_alltoall_inside_a_node_is_the_collective_model():
     from gpulab import parallelism as par
