@@ -201,6 +201,12 @@ def _preset_filter(system):
     return system
 
 
+def _run_key(row):
+    """The run a public row belongs to: its page, the run's description on it,
+    the preset, and its nodes and GPUs per node."""
+    return (row["url"], row["source"], row["system"], row["nodes"], row["gpus_per_node"])
+
+
 def public_errors(system=None, nodes=None):
     """The model's error against each public source, per size band.
 
@@ -215,7 +221,9 @@ def public_errors(system=None, nodes=None):
     Returns
     -------
     list of dict
-        One row per (source, system, nodes, band): ``points``, ``metric``
+        One row per run and band: ``url`` and ``source`` (one page can hold several
+        runs: each row's ``source`` names its run), ``system``, ``nodes``,
+        ``gpus_per_node``, ``band``, ``points``, ``metric``
         (``"time"`` below 64 KiB, ``"busbw"`` above), ``median_error`` and
         ``worst_error`` (model / published - 1, signed; worst = largest magnitude),
         ``nccl_version`` (the NCCL version(s) the source prints, comma-separated; empty
@@ -247,7 +255,7 @@ def public_errors(system=None, nodes=None):
         if row["_row"] in anomalies:
             for name, low, high, *_ in BANDS:
                 if low <= row["size_bytes"] < high:
-                    key = (row["url"], row["system"], row["nodes"], name)
+                    key = _run_key(row) + (name,)
                     skipped[key] = skipped.get(key, 0) + 1
             continue
         t, est, _algo, n = _model(row)
@@ -257,17 +265,19 @@ def public_errors(system=None, nodes=None):
             err = _error(row, metric, t, n)
             if err is None:
                 continue
-            key = (row["url"], row["system"], row["nodes"], name)
+            key = _run_key(row) + (name,)
             g = groups.setdefault(key, (metric, target, [], [], set()))
             g[2].append(err)
             g[3].append(_error(row, metric, est, n))
             if row.get("nccl_version"):
                 g[4].add(row["nccl_version"])
     out = []
-    for (url, system, nodes, band), (metric, target, errs, est, vers) in groups.items():
+    for (url, source, system, nodes, gpn, band), (metric, target, errs, est, vers) \
+            in groups.items():
         e = np.asarray(errs)
         worst = float(e[np.argmax(np.abs(e))])
-        out.append({"url": url, "system": system, "nodes": nodes, "band": band,
+        out.append({"url": url, "source": source, "system": system, "nodes": nodes,
+                    "gpus_per_node": gpn, "band": band,
                     "points": int(e.size), "metric": metric,
                     "nccl_version": ", ".join(sorted(vers)),
                     "median_error": float(np.median(e)), "worst_error": worst,
@@ -275,6 +285,6 @@ def public_errors(system=None, nodes=None):
                     "within": abs(float(np.median(e))) <= target,
                     "points_within": float(np.mean(np.abs(e) <= POINT_TARGET)),
                     "estimate_median_error": float(np.median(est)),
-                    "anomalies": skipped.get((url, system, nodes, band), 0)})
+                    "anomalies": skipped.get((url, source, system, nodes, gpn, band), 0)})
     return out
 

@@ -455,6 +455,21 @@ def test_public_errors_per_source_and_band():
 
 
 
+def test_runs_of_one_page_are_separate_groups():
+    """NVIDIA/nccl-tests issue 309 holds two runs on 4 nodes (different clusters,
+    different NCCL) and NVIDIA/nccl issue 1801 runs of 4 and 8 GPUs per rack: each run
+    is its own group, keyed by its description and GPUs per node, not pooled by page."""
+    errs = N.public_errors("dgx-h100-spod", 4)
+    four = [e for e in errs if e["url"].endswith("nccl-tests/issues/309")
+            and e["band"] == N.BANDS[2][0]]
+    assert len(four) == 2 and len({e["source"] for e in four}) == 2
+    assert {e["nccl_version"] for e in four} == {"2.26.2", ""}
+    racks = [e for e in N.public_errors("gb200-nvl72", 3) if e["band"] == N.BANDS[2][0]]
+    assert sorted({e["gpus_per_node"] for e in racks}) == [4, 8] and len(racks) == 4
+    for e in errs + racks:
+        assert e["points"] >= 1 and e["gpus_per_node"] >= 1
+
+
 def test_public_rows_run_with_nvls_off_are_modelled_without_it():
     """A run with NCCL_NVLS_ENABLE=0 (the 20-rack GB200 example, NCCL 2.26.2) is
     modelled without NVLSTree: the same row with NVLS on picks it."""
@@ -523,7 +538,10 @@ def test_run_anomalies_are_left_out_and_counted():
     """A point slower than ANOMALY_FACTOR x the next larger size of its sweep is listed
     by run_anomalies and excluded (and counted) in public_errors; nothing else is."""
     anomalies = N.run_anomalies()
-    assert len(anomalies) == 6      # the sixth: 2 MiB of the GKE A4 demo (1753.7 us, 4 MiB 933.6)
+    # the sixth: 2 MiB of the GKE A4 demo (1753.7 us, 4 MiB 933.6); seventh to ninth:
+    # NVIDIA/nccl-tests issue 309, 8 B and 256 B of the 4-node run (83.42 and 107.5 us,
+    # next 34.82 and 56.35) and 8 MiB of the 8-node one (1272.4 us, 16 MiB 378.1)
+    assert len(anomalies) == 9
     for a in anomalies:
         assert a["next_size_bytes"] > a["size_bytes"]
         assert a["time_us"] > N.ANOMALY_FACTOR * a["next_time_us"]
