@@ -227,7 +227,8 @@ def public_errors(system=None, nodes=None):
         (``"time"`` below 64 KiB, ``"busbw"`` above), ``median_error`` and
         ``worst_error`` (model / published - 1, signed; worst = largest magnitude),
         ``nccl_version`` (the NCCL version(s) the source prints, comma-separated; empty
-        where it prints none),
+        where it prints none), ``algorithm`` (the algorithm the run forced with
+        NCCL_ALGO; empty where NCCL chose),
         ``target`` (the band's median target, 0.20), ``within`` (median within the
         target), ``points_within`` (the share of points within
         :data:`POINT_TARGET`) and ``estimate_median_error``: the same median for
@@ -266,20 +267,22 @@ def public_errors(system=None, nodes=None):
             if err is None:
                 continue
             key = _run_key(row) + (name,)
-            g = groups.setdefault(key, (metric, target, [], [], set()))
+            g = groups.setdefault(key, (metric, target, [], [], set(), set()))
             g[2].append(err)
             g[3].append(_error(row, metric, est, n))
             if row.get("nccl_version"):
                 g[4].add(row["nccl_version"])
+            g[5].add(row.get("algorithm") or "")
     out = []
-    for (url, source, system, nodes, gpn, band), (metric, target, errs, est, vers) \
-            in groups.items():
+    for (url, source, system, nodes, gpn, band), (metric, target, errs, est, vers,
+                                                  algos) in groups.items():
         e = np.asarray(errs)
         worst = float(e[np.argmax(np.abs(e))])
         out.append({"url": url, "source": source, "system": system, "nodes": nodes,
                     "gpus_per_node": gpn, "band": band,
                     "points": int(e.size), "metric": metric,
                     "nccl_version": ", ".join(sorted(vers)),
+                    "algorithm": ", ".join(sorted(a for a in algos if a)),
                     "median_error": float(np.median(e)), "worst_error": worst,
                     "target": target,
                     "within": abs(float(np.median(e))) <= target,
