@@ -46,6 +46,14 @@ def main(argv=None):
                    "sendrecv")
     p.add_argument("--csv", default=None)
     p.add_argument("--label", default="")
+    p.add_argument("--graph", action="store_true",
+                   help="capture the -n timed calls in one CUDA graph and time its replay, "
+                        "so no Python launch cost sits between calls (falls back to "
+                        "launching them one by one where capture fails)")
+    p.add_argument("--hosts-on-one-gpu", action="store_true",
+                   help="put every rank on GPU 0 and give each its own NCCL_HOSTID, so "
+                        "NCCL sees one node per rank and joins them with its network "
+                        "transport (run under MPS so the ranks' kernels run at once)")
     args = p.parse_args(argv)
 
     import torch
@@ -56,6 +64,11 @@ def main(argv=None):
     rank = int(os.environ.get("RANK", 0))
     world = int(os.environ.get("WORLD_SIZE", 1))
     local = int(os.environ.get("LOCAL_RANK", 0))
+    if args.hosts_on_one_gpu:
+        # NCCL refuses two ranks on one GPU of one host (init.cc, "Duplicate GPU
+        # detected"); a host id per rank makes every rank a node of its own.
+        os.environ["NCCL_HOSTID"] = f"node{rank}"
+        local = 0
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
     n = world
@@ -118,9 +131,33 @@ def main(argv=None):
             dist.barrier()
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
+            graph = None
+            if args.graph and op != "sendrecv":
+                try:
+                    side = torch.cuda.Stream()
+                    side.wait_stream(torch.cuda.current_stream())
+                    with torch.cuda.stream(side):
+                        fn()
+                    torch.cuda.current_stream().wait_stream(side)
+                    torch.cuda.synchronize()
+                    graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph):
+                        for _ in range(args.iters):
+                            fn()
+                    graph.replay()
+                    torch.cuda.synchronize()
+                    dist.barrier()
+                except Exception as exc:        # capture unsupported: time eagerly
+                    print(f"# graph capture failed ({exc}); eager", file=sys.stderr)
+                    graph = None
+                    torch.cuda.synchronize()
+                    dist.barrier()
             start.record()
-            for _ in range(args.iters):
-                fn()
+            if graph is not None:
+                graph.replay()
+            else:
+                for _ in range(args.iters):
+                    fn()
             end.record()
             end.synchronize()
             t = torch.tensor([start.elapsed_time(end) / 1e3 / args.iters],
@@ -150,6 +187,11 @@ def main(argv=None):
                 fh.write(f"{r[0]},{r[1]},{r[2]},{r[3]:.3f},{r[4]:.4f},{r[5]:.4f},"
                          f"{r[6]},{args.label}\n")
         os.replace(tmp, args.csv)
+    if args.graph:
+        # a process group whose collectives sit in a live CUDA graph can hang in
+        # destroy_process_group; the results are written, so leave at once
+        sys.stdout.flush()
+        os._exit(0)
     dist.destroy_process_group()
 
 

@@ -9,6 +9,8 @@ from gpulab.network import execution as ex
 MODULES = (net, ex)
 NO_ARGS = {net.public_results, net.fabric_names, net.nccl_version,
            net.run_anomalies}
+_RUN_BAD = [None, 3, True, "", "no-such-run", "../raw", ["x"]]
+_RANKS_BAD = [None, "2", 3, (), (2, 3), (True,), [[2]]]
 
 _CLUSTER_BAD = [None, 3, True, "", "no-such-cluster", "DGX-H100-SPOD", ["aws-p5"]]
 _NICS_BAD = ["8x", "x400G", "0x400G", "8x0G", "8x9999G", "2000x100G", "8 NICs", 8,
@@ -19,6 +21,18 @@ _SYSTEM2 = "dgx-h100-spod"
 _FABRIC_BAD = [c for c in CHOICE("IB", "omnipath") if c is not None]   # None: default
 
 CASES = [
+    Case(net.loopback_sweeps, {"run": net.LOOPBACK_RUN, "protocols": ("LL",),
+                               "ranks": (2,)},
+         {"run": _RUN_BAD, "protocols": CHOICE("ll") + [()],
+          "ranks": _RANKS_BAD}),
+    Case(net.fit_step_latency, {"steps": [1, 3], "times": [3e-5, 7e-5]},
+         {"steps": [None, "x", [1, 1], [1, -3], [1, float("nan")], [1, 2, 3]],
+          "times": [None, "x", [1.0], [1.0, -2.0], [1.0, float("inf")]]}),
+    Case(net.loopback_check, {"fit_ranks": (2, 4), "small_bytes": 8192,
+                              "run": net.LOOPBACK_RUN},
+         {"fit_ranks": _RANKS_BAD + [(2,), (4, 4)],
+          "small_bytes": [0, 4, 65536, float("nan"), "8", None, True, [8192]],
+          "run": _RUN_BAD}),
     Case(net.public_errors, {"system": "aws-p5", "nodes": 2},
          {"system": [3, True, "", "no-such-preset", "AWS-P5", ["aws-p5"]],
           "nodes": [v for v in INT(2, 1_000_000) if v is not None]}),
