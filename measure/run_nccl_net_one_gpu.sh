@@ -6,7 +6,9 @@
 # NCCL's proxy thread, its steps and its buffers, which is what the network model's
 # per-step cost describes. The fabric itself (a loopback) is not a real network's.
 # Usage: OUT=out bash measure/run_nccl_net_one_gpu.sh [PROBE|GRAPH]
-# (PROBE: one short logged 2-rank sweep; GRAPH: only the CUDA-graph ring sweeps)
+# (no argument: NCCL's choices with its log, then each protocol's ring, one Python call per
+# iteration; GRAPH: the rings with the timed calls in one CUDA graph, no Python launch
+# between calls, twice, so that run-to-run spread shows; PROBE: one short logged sweep)
 # Everything is packed at the end into $OUT/nccl_net_one_gpu.tgz.
 set -u
 OUT_DIR=${OUT:-./out}
@@ -56,16 +58,6 @@ else
     for p in LL LL128 Simple; do
       sweep ring_${p}_$n $n NCCL_ALGO=Ring NCCL_PROTO=$p -- -b 8 -e 32M -f 4 -w 3 -n 10 \
         --ops all_gather,all_reduce
-    done
-  done
-  # the same rings with the timed calls in one CUDA graph (no Python launch between
-  # calls), twice, so that run-to-run spread shows
-  for r in 1 2; do
-    for n in 2 4 8; do
-      for p in LL LL128 Simple; do
-        sweep graph_${p}_${n}_r$r $n NCCL_ALGO=Ring NCCL_PROTO=$p -- -b 8 -e 32M -f 4 \
-          -w 3 -n 20 --graph --ops all_gather,all_reduce
-      done
     done
   done
   for b in 1048576 16777216; do

@@ -87,7 +87,7 @@ from .model import (  # noqa: F401
     tuner_tree_share,
 )
 from .loopback import (  # noqa: F401
-    LOOPBACK_RUN, LoopbackCheck, fit_step_latency, loopback_check, loopback_sweeps)
+    LOOPBACK_CHANNELS, LOOPBACK_RUN, LoopbackCheck, fit_step_latency, loopback_check, loopback_sweeps)
 from .public import (  # noqa: F401
     ANOMALY_FACTOR, BANDS, POINT_TARGET, cluster_of, nonmonotone, predicted, public_errors,
     public_results, run_anomalies)
@@ -98,6 +98,7 @@ __all__ = [
     "public_errors", "BANDS", "POINT_TARGET", "ANOMALY_FACTOR", "nonmonotone",
     "run_anomalies", "fabric", "fabric_names", "Fabric", "topology",
     "parse_nics", "nccl_constant", "nccl_version", "busbw_factor", "BUSBW_OPS",
-    "NET_ALGORITHMS", "PROTOCOLS", "tuner_tree_share", "LOOPBACK_RUN", "LoopbackCheck",
+    "NET_ALGORITHMS", "PROTOCOLS", "tuner_tree_share", "LOOPBACK_RUN", "LOOPBACK_CHANNELS",
+    "LoopbackCheck",
     "fit_step_latency", "loopback_check", "loopback_sweeps",
 ]

@@ -33,7 +33,8 @@ from .. import measurements
 from .._validate import as_number, check_choice, check_int
 from .execution import channels_used, ring_time
 
-__all__ = ["LOOPBACK_RUN", "LOOPBACK_PROTOCOLS", "LOOPBACK_RANKS", "loopback_sweeps",
+__all__ = ["LOOPBACK_RUN", "LOOPBACK_PROTOCOLS", "LOOPBACK_RANKS", "LOOPBACK_CHANNELS",
+           "loopback_sweeps",
            "fit_step_latency", "ring_steps", "LoopbackCheck", "loopback_check"]
 
 #: Our 1x H200 run of NCCL's socket transport over loopback, one process per "node".
@@ -41,7 +42,8 @@ LOOPBACK_RUN = "h200-x1-2026-12-04-net-loopback"
 LOOPBACK_PROTOCOLS = ("LL", "LL128", "Simple")
 LOOPBACK_RANKS = (2, 4, 8)
 _RUNS = (1, 2)
-_CHANNELS = 2            # nccl_info_2.txt: "2 coll channels"
+#: The channels NCCL opened in the run (``nccl_info_2.txt``: "2 coll channels").
+LOOPBACK_CHANNELS = 2
 _MID = 65536             # the bands: below 64 KiB a time, from 64 KiB a bandwidth
 
 
@@ -159,6 +161,23 @@ class LoopbackCheck:
     step_s: dict
     rate: dict
     rows: list
+    small_bytes: float = 8192.0
+
+    def step_points(self):
+        """The small calls' time per ring: one point per protocol, collective and
+        ranks, the median over the repeats and sizes up to ``small_bytes``, with
+        ``steps`` of its ring and ``fitted``/``crowded`` as in :attr:`rows`. [s]
+        """
+        pts = {}
+        for r in self.rows:
+            if r["size_bytes"] <= self.small_bytes:
+                pts.setdefault((r["protocol"], r["collective"], r["n_ranks"]),
+                               []).append(r)
+        return [{"protocol": p, "collective": c, "n_ranks": n,
+                 "steps": ring_steps(c, n),
+                 "time_s": float(np.median([r["measured_s"] for r in v])),
+                 "fitted": all(r["fitted"] for r in v), "crowded": n == 8}
+                for (p, c, n), v in sorted(pts.items())]
 
     def groups(self, held_out_only=True):
         """Median error and worst point per (protocol, collective, ranks, band)."""
@@ -195,7 +214,8 @@ def loopback_check(fit_ranks=(2, 4), small_bytes=8192, run=LOOPBACK_RUN):
         for n in fit_ranks:
             sizes, times = sweeps[p, n, "all_gather"]
             st.append(ring_steps("all_gather", n))
-            t.append(float(np.median(times[:, sizes <= small])))
+            # the median over sizes of each size's median over the repeats
+            t.append(float(np.median(np.median(times[:, sizes <= small], axis=0))))
         base[p], step[p] = fit_step_latency(st, t)
         sizes, times = sweeps[p, 2, "all_gather"]
         t_big = float(np.median(times[:, -1]))
@@ -203,12 +223,12 @@ def loopback_check(fit_ranks=(2, 4), small_bytes=8192, run=LOOPBACK_RUN):
         if stream <= 0:
             raise ValueError(f"run: {run} gives no streaming time for {p} at "
                              f"{int(sizes[-1])} B")
-        rate[p] = sizes[-1] / 2 / _CHANNELS / stream        # each rank sends S/2
+        rate[p] = sizes[-1] / 2 / LOOPBACK_CHANNELS / stream        # each rank sends S/2
         for n in LOOPBACK_RANKS:
             for coll in ("all_gather", "all_reduce"):
                 sizes, times = sweeps[p, n, coll]
                 meas = np.median(times, axis=0)
-                ch = channels_used(sizes, _CHANNELS, p, n)
+                ch = channels_used(sizes, LOOPBACK_CHANNELS, p, n)
                 pred = base[p] + ring_time(sizes, ch, n, ring_steps(coll, n), p,
                                            [("net", step[p], rate[p])])
                 for i, s in enumerate(sizes):
@@ -225,4 +245,4 @@ def loopback_check(fit_ranks=(2, 4), small_bytes=8192, run=LOOPBACK_RUN):
                         "band": "mid" if mid else "small", "fitted": bool(fitted),
                         "crowded": n == 8,
                         "spread": float(times[:, i].max() / times[:, i].min())})
-    return LoopbackCheck(base, step, rate, rows)
+    return LoopbackCheck(base, step, rate, rows, small)

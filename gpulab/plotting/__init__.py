@@ -90,6 +90,8 @@ from .network import (  # noqa: F401
     plot_scale_out,
     plot_busbw_vs_nodes,
     plot_ep_alltoall,
+    PROTOCOL_COLORS,
+    plot_step_latency,
 )
 from .inference import (  # noqa: F401
     plot_decode_layers,
@@ -154,6 +156,8 @@ __all__ = [
     "plot_scale_out",
     "plot_busbw_vs_nodes",
     "plot_ep_alltoall",
+    "PROTOCOL_COLORS",
+    "plot_step_latency",
     "plot_decode_layers",
     "plot_allreduce_sizes",
     "plot_tpot_breakdown",

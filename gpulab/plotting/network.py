@@ -233,3 +233,70 @@ def plot_ep_alltoall(curves, *, domain=None, domain_label="one node", ax=None):
                                "upper left", ("upper center", (0.5, -0.2))],
                           fontsize=8)
     return ax
+
+
+#: Colour per NCCL protocol in :func:`plot_step_latency`.
+PROTOCOL_COLORS = {"LL": COLORS["nvlink"], "LL128": COLORS["pcie"], "Simple": COLORS["ib"]}
+
+
+def plot_step_latency(points, fits, *, ax=None):
+    """Time of small ring calls against the ring's steps, with one line per protocol.
+
+    Parameters
+    ----------
+    points : sequence of dict
+        One per call kind, as :meth:`gpulab.network.LoopbackCheck.step_points` gives:
+        ``protocol``, ``steps``, ``time_s`` [s], ``fitted`` (filled marker),
+        ``crowded`` (a cross; otherwise an open marker: held out).
+    fits : dict
+        ``{protocol: (base_s, step_s)}``: the line ``base + steps x step`` [s].
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    if not isinstance(fits, dict) or not fits:
+        raise ValueError("fits must be a non-empty {protocol: (base_s, step_s)} dict")
+    for proto, line in fits.items():
+        check_choice("protocol", proto, PROTOCOL_COLORS)
+        if not (isinstance(line, tuple) and len(line) == 2
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                        and np.isfinite(v) for v in line) and line[1] > 0):
+            raise ValueError(f"fits must map a protocol to (base_s, step_s > 0); "
+                             f"got {proto}: {line!r}")
+    pts = list(points) if not isinstance(points, (str, bytes, dict)) else None
+    need = {"protocol", "steps", "time_s", "fitted", "crowded"}
+    if not pts or any(not isinstance(p, dict) or not need <= set(p) for p in pts):
+        raise ValueError(f"points must be dicts with {sorted(need)}; got {points!r}")
+    for p in pts:
+        if p["protocol"] not in fits:
+            raise ValueError(f"points: protocol {p['protocol']!r} has no line in fits")
+        t = p["time_s"]
+        if not (isinstance(t, (int, float)) and np.isfinite(t) and t > 0) \
+                or not (isinstance(p["steps"], int) and p["steps"] >= 0):
+            raise ValueError(f"points need steps >= 0 and a time > 0; got {p!r}")
+    ax = new_axes(ax)
+    top = max(p["steps"] for p in pts)
+    x = np.array([0.0, float(top)])
+    for proto, (base, step) in fits.items():
+        ax.plot(x, (base + step * x) / units.US, "-", color=PROTOCOL_COLORS[proto],
+                label=f"{proto}: {step / units.US:.0f} µs per step")
+    for p in pts:
+        c = PROTOCOL_COLORS[p["protocol"]]
+        y = p["time_s"] / units.US
+        if p["crowded"]:
+            ax.plot(p["steps"], y, "x", color=c, ms=7, mew=1.6)
+        elif p["fitted"]:
+            ax.plot(p["steps"], y, "o", color=c, ms=7)
+        else:
+            ax.plot(p["steps"], y, "o", mfc="white", mec=c, mew=1.6, ms=7)
+    for marker, kw, label in (("o", {"color": COLORS["model"]}, "fitted"),
+                              ("o", {"mfc": "white", "mec": COLORS["model"]}, "held out"),
+                              ("x", {"color": COLORS["model"]}, "8 ranks (crowded host)")):
+        ax.plot([], [], marker, ls="none", ms=7, label=label, **kw)
+    ax.set_xlim(0, top + 1)
+    ax.set_ylim(0, None)
+    ax.set_xlabel("Network steps of the ring [count]")
+    ax.set_ylabel("Time of one call [µs]")
+    ax.legend(loc="upper left", fontsize=8)
+    return ax

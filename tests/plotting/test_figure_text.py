@@ -1287,6 +1287,15 @@ def _so_oversub():
     return P.plot_busbw_vs_nodes(nodes, curves, leaf_nodes=32).figure
 
 
+@book("scale_out:fig-so-net-steps", "plot_step_latency")
+def _so_net_steps():
+    from gpulab import network
+    chk = network.loopback_check()
+    return P.plot_step_latency(chk.step_points(),
+                               {p: (chk.base_s[p], chk.step_s[p]) for p in chk.step_s}
+                               ).figure
+
+
 @book("scale_out:fig-so-ep", "plot_ep_alltoall")
 def _so_ep():
     from gpulab import network

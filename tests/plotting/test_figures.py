@@ -155,6 +155,16 @@ CALLS.update({
         "curves": [("in a node", [2, 4, 8], [1e-4, 3e-4, 8e-4], "nvlink"),
                    ("across nodes", [2, 4, 8], [2e-3, 4e-3, 5e-3], "ib")],
         "domain": 8},
+    "plot_step_latency": lambda: {
+        "points": [{"protocol": "LL", "steps": 1, "time_s": 30e-6, "fitted": True,
+                    "crowded": False},
+                   {"protocol": "LL", "steps": 3, "time_s": 80e-6, "fitted": True,
+                    "crowded": False},
+                   {"protocol": "LL", "steps": 6, "time_s": 120e-6, "fitted": False,
+                    "crowded": False},
+                   {"protocol": "Simple", "steps": 14, "time_s": 560e-6,
+                    "fitted": False, "crowded": True}],
+        "fits": {"LL": (5e-6, 25e-6), "Simple": (18e-6, 33e-6)}},
 })
 # Chapter 7: parallel strategies
 CALLS.update({
@@ -558,6 +568,33 @@ def test_plot_scale_out_bad_input(kw, msg):
     from gpulab.plotting import plot_scale_out
     with pytest.raises(ValueError, match=msg):
         plot_scale_out(**{**_scale_out_args(), **kw})
+
+
+def test_plot_step_latency_values_and_bad_input():
+    from gpulab.plotting import PROTOCOL_COLORS, plot_step_latency
+    args = CALLS["plot_step_latency"]()
+    ax = plot_step_latency(**args)
+    ll = ax.lines[0]
+    assert list(ll.get_xdata()) == [0, 14]
+    assert list(ll.get_ydata()) == pytest.approx([5, 5 + 14 * 25])      # us
+    marks = [(tuple(ln.get_xdata()), tuple(ln.get_ydata()), ln.get_marker(),
+              ln.get_markerfacecolor()) for ln in ax.lines[2:6]]
+    assert marks[0][:3] == ((1,), (pytest.approx(30),), "o")
+    assert marks[2][3] == "white"                                  # held out: open
+    assert marks[3][2] == "x"                                      # crowded: a cross
+    assert ax.lines[1].get_color() == PROTOCOL_COLORS["Simple"]
+    assert ax.get_ylabel() == "Time of one call [µs]"
+    for kw, msg in [({"fits": {}}, "fits"), ({"fits": {"ll": (0.0, 1e-6)}}, "protocol"),
+                    ({"fits": {"LL": (0.0, 0.0), "Simple": (0.0, 1e-6)}}, "fits"),
+                    ({"points": []}, "points"), ({"points": "x"}, "points"),
+                    ({"points": [{"protocol": "LL128", "steps": 1, "time_s": 1e-5,
+                                  "fitted": True, "crowded": False}]}, "points"),
+                    ({"points": [{"protocol": "LL", "steps": -1, "time_s": 1e-5,
+                                  "fitted": True, "crowded": False}]}, "points"),
+                    ({"points": [{"protocol": "LL", "steps": 1, "time_s": 0.0,
+                                  "fitted": True, "crowded": False}]}, "points")]:
+        with pytest.raises(ValueError, match=msg):
+            plot_step_latency(**{**args, **kw})
 
 
 def test_plot_busbw_vs_nodes_values_and_bad_input():
