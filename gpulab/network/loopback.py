@@ -200,7 +200,7 @@ def loopback_check(fit_ranks=(2, 4), small_bytes=8192, run=LOOPBACK_RUN):
 
     >>> c = loopback_check()
     >>> {p: round(c.step_s[p] * 1e6) for p in c.step_s}
-    {'LL': 24, 'LL128': 31, 'Simple': 31}
+    {'LL': 25, 'LL128': 30, 'Simple': 33}
     """
     fit_ranks = _ranks(fit_ranks, "fit_ranks")
     if len(set(fit_ranks)) < 2:
