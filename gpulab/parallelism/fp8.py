@@ -92,9 +92,11 @@ def fp8_speedup(hidden, tp, seq_len, micro_batch, *, gpu="H200", recipe="compile
     h = check_int("hidden", hidden, low=128, high=10**6)
     if h % 128:
         raise ValueError(f"hidden must be a multiple of 128 (head dimension); got {h}")
-    t = check_int("tp", tp, low=1, high=h // 128)
-    if (h // 128) % t:
-        raise ValueError(f"tp must divide the {h // 128} heads; got {t}")
+    t = check_int("tp", tp, low=1, high=10**6)
+    if t > h // 128 or (h // 128) % t:
+        # both names: a tp that fits one hidden size is wrong for a smaller one
+        raise ValueError(f"tp must divide the {h // 128} heads of hidden {h} "
+                         f"(hidden / 128); got tp {t}")
     s = check_int("seq_len", seq_len, low=1, high=10**7)
     b = check_int("micro_batch", micro_batch, low=1, high=10**5)
     check_choice("gpu", gpu, specs.gpu_names())

@@ -5,8 +5,9 @@ from bad_values import CHOICE, INT, NONNEG, POS, Case
 
 from gpulab import network as net
 from gpulab.network import execution as ex
+from gpulab.network import loopback as lb
 
-MODULES = (net, ex)
+MODULES = (net, ex, lb)
 NO_ARGS = {net.public_results, net.fabric_names, net.nccl_version,
            net.run_anomalies}
 _RUN_BAD = [None, 3, True, "", "no-such-run", "../raw", ["x"]]
@@ -25,6 +26,9 @@ CASES = [
                                "ranks": (2,)},
          {"run": _RUN_BAD, "protocols": CHOICE("ll") + [()],
           "ranks": _RANKS_BAD}),
+    Case(lb.ring_steps, {"collective": "all_gather", "n_ranks": 4},
+         {"collective": CHOICE("allgather", "reduce_scatter"),
+          "n_ranks": INT(2, 1_000_000)}),
     Case(net.fit_step_latency, {"steps": [1, 3], "times": [3e-5, 7e-5]},
          {"steps": [None, "x", [1, 1], [1, -3], [1, float("nan")], [1, 2, 3]],
           "times": [None, "x", [1.0], [1.0, -2.0], [1.0, float("inf")]]}),
