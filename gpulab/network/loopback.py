@@ -166,18 +166,24 @@ class LoopbackCheck:
     def step_points(self):
         """The small calls' time per ring: one point per protocol, collective and
         ranks, the median over the repeats and sizes up to ``small_bytes``, with
-        ``steps`` of its ring and ``fitted``/``crowded`` as in :attr:`rows`. [s]
+        ``steps`` of its ring, ``fitted``/``crowded`` as in :attr:`rows`, the fitted
+        line's time ``line_s`` (``base + steps x step``) and ``line_error``
+        (``line_s`` / ``time_s`` - 1). [s]
         """
         pts = {}
         for r in self.rows:
             if r["size_bytes"] <= self.small_bytes:
                 pts.setdefault((r["protocol"], r["collective"], r["n_ranks"]),
                                []).append(r)
-        return [{"protocol": p, "collective": c, "n_ranks": n,
-                 "steps": ring_steps(c, n),
-                 "time_s": float(np.median([r["measured_s"] for r in v])),
-                 "fitted": all(r["fitted"] for r in v), "crowded": n == 8}
-                for (p, c, n), v in sorted(pts.items())]
+        out = []
+        for (p, c, n), v in sorted(pts.items()):
+            steps = ring_steps(c, n)
+            t = float(np.median([r["measured_s"] for r in v]))
+            line = self.base_s[p] + steps * self.step_s[p]
+            out.append({"protocol": p, "collective": c, "n_ranks": n, "steps": steps,
+                        "time_s": t, "fitted": all(r["fitted"] for r in v),
+                        "crowded": n == 8, "line_s": line, "line_error": line / t - 1})
+        return out
 
     def groups(self, held_out_only=True):
         """Median error and worst point per (protocol, collective, ranks, band)."""

@@ -84,3 +84,16 @@ def test_other_fit_ranks_change_the_fit():
     a = network.loopback_check()
     b = network.loopback_check(fit_ranks=(2, 8))
     assert b.step_s["LL"] > 1.5 * a.step_s["LL"]          # the crowded host shows
+
+
+def test_step_points_carry_the_line():
+    c = network.loopback_check()
+    pts = c.step_points()
+    assert len(pts) == 3 * 2 * 3
+    for q in pts:
+        assert q["line_s"] == pytest.approx(c.base_s[q["protocol"]]
+                                            + q["steps"] * c.step_s[q["protocol"]])
+        assert q["line_error"] == pytest.approx(q["line_s"] / q["time_s"] - 1)
+    # a line through two points passes through both: the fitted medians sit on it
+    assert all(abs(q["line_error"]) < 1e-9 for q in pts if q["fitted"])
+    assert {q["n_ranks"] for q in pts if q["crowded"]} == {8}
