@@ -8,12 +8,12 @@ import io
 import os
 import shlex
 import subprocess
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from gpulab import cli
+from tests.cli.packed_script import run_packed
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "measure" / "run_nccl_cluster.sh"
@@ -38,15 +38,9 @@ def packed(tmp_path):
            "NCCL_TESTS": str(tests), "PRESET": "dgx-h100-spod", "LAUNCH": "env"}
     env.pop("NCCL_ALGO", None)
     env.pop("NCCL_PROTO", None)
-    res = subprocess.run(["bash", str(SCRIPT), "1073741824"], env=env, cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
     raw = tmp_path / "raw"
-    raw.mkdir()
-    with tarfile.open(out / "nccl_cluster.tgz") as tar:
-        tar.extractall(raw, filter="data")
-    assert not (out / "raw").exists()                 # packed, then removed
-    return raw, res.stdout
+    stdout = run_packed(SCRIPT, ["1073741824"], env, out, "nccl_cluster.tgz", raw)
+    return raw, stdout
 
 
 def test_every_sweep_is_packed_with_its_variables(packed):

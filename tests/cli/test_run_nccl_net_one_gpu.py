@@ -4,11 +4,11 @@ NCCL variables and sweep arguments of its run, every rank told to share GPU 0.""
 from __future__ import annotations
 
 import os
-import subprocess
-import tarfile
 from pathlib import Path
 
 import pytest
+
+from tests.cli.packed_script import run_packed
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "measure" / "run_nccl_net_one_gpu.sh"
@@ -35,14 +35,8 @@ def _run(tmp_path, *mode):
            "CUDA_MPS_PIPE_DIRECTORY": str(tmp_path / "mps")}
     for k in ("NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_DEBUG"):
         env.pop(k, None)
-    res = subprocess.run(["bash", str(SCRIPT), *mode], env=env, cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
     raw = tmp_path / "raw"
-    raw.mkdir()
-    with tarfile.open(out / "nccl_net_one_gpu.tgz") as tar:
-        tar.extractall(raw, filter="data")
-    assert not (out / "raw").exists()                 # packed, then removed
+    run_packed(SCRIPT, mode, env, out, "nccl_net_one_gpu.tgz", raw)
     return raw
 
 
