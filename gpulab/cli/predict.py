@@ -33,6 +33,9 @@ naming it, no ``gpulab fit`` calibration); in CSV/JSON it goes to stderr. Where
 published nccl-tests runs of the same preset and size (GPUs, or nodes across the
 network) put a point of the model outside :data:`gpulab.network.POINT_TARGET`, a
 ``# CHECK`` line there gives the model's median error per size band against them.
+Where published runs check the preset but none at this size (node count; GPUs and
+GPUs per process) or none of this collective, a ``# NOTE`` line says where they are:
+the numbers are then the model's extrapolation from them.
 ``--list-systems`` lists every node preset and cluster preset from the data files:
 GPUs, NVLink or PCIe, NICs, fabric, and what each supports: ``copies`` (the copy
 kinds of its measured copy calibration, the hardware time; ``--caller pytorch: ...``
@@ -487,6 +490,10 @@ def _predict_collective(args, out, system, sizes):
     checked, _ = _collective_check(args.system, system, n)
     caveat = _public_check(args.system, system, n, args.nodes, gpp) if checked \
         else _caveat(args.system, system, n)
+    if checked:
+        note = _coverage_note(args.system, system, n, args.nodes, gpp, args.collective)
+        caveat = caveat if note is None else note if caveat is None \
+            else f"{caveat}; {note[len('NOTE: '):]}"
     us = pred.time / units.US
     alg = pred.algbw / units.GB
     bus = pred.busbw / units.GB
@@ -527,6 +534,47 @@ def _caveat(name, system, n):
             "of ours and no published nccl-tests result in gpulab's data checks it, "
             "so these numbers are the model's extrapolation, not a checked "
             "prediction; measure before relying on them (gpulab compare)")
+
+
+def _coverage_note(name, system, n, nodes, gpp, collective):
+    """The line under the table of a preset that published runs check, but not at
+    this size (node count across the network; GPUs and GPUs per process inside one
+    domain) or not for this collective: where the runs are, so the reader knows the
+    numbers are the model's extrapolation from them. None where a run matches, or
+    where no published run names the preset."""
+    multi = n > system.scale_up_domain
+    name = str(name)
+    if multi:
+        rows = [r for r in network.public_results() if r["system"] == name]
+        here = (lambda r: r["nodes"] == nodes)
+        size = f"{nodes} nodes"
+        def label(r):
+            return f"{r['nodes']}"
+        unit = "nodes"
+    else:
+        rows = [r for r in calibration.public_singlenode_results()
+                if r["system"] == name]
+        here = (lambda r: r["gpus"] == n and (r["gpus_per_process"] or 1) == gpp)
+        size = f"{n} GPUs, {gpp} GPU(s) per process"
+        def label(r):
+            return f"{r['gpus']} GPUs with {r['gpus_per_process'] or 1} per process"
+        unit = ""
+    if not rows:
+        return None
+    match = [r for r in rows if here(r)]
+    if match and collective in {r["collective"] for r in match}:
+        return None
+    if match:
+        colls = ", ".join(sorted({r["collective"] for r in match}))
+        return (f"NOTE: the published nccl-tests runs of {name} on {size} are of "
+                f"{colls} only: for {collective} these numbers are the model's "
+                "extrapolation, not a checked prediction")
+    sizes = sorted({label(r) for r in rows}, key=lambda x: [int(t) for t in
+                                                             x.split() if t.isdigit()])
+    colls = ", ".join(sorted({r["collective"] for r in rows}))
+    return (f"NOTE: no published nccl-tests run of {name} on {size}: its published "
+            f"runs are on {', '.join(sizes)}{' ' + unit if unit else ''} ({colls}), so "
+            "these numbers are the model's extrapolation beyond them")
 
 
 def _public_check(name, system, n, nodes, gpp=1):

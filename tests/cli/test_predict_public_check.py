@@ -126,3 +126,68 @@ def test_impossible_network_inputs_are_refused(capsys, argv, needle):
     err = capsys.readouterr().err
     assert info.value.code == 2 and err.count("\n") == 1, err
     assert needle in err, err
+
+
+# --- the NOTE line: checked elsewhere, not at this size or for this collective -----------
+def _note(text):
+    lines = [ln for ln in text.splitlines() if ln.startswith("# NOTE:")]
+    assert len(lines) <= 1, text[-800:]
+    return lines[0] if lines else None
+
+
+def test_note_names_the_node_counts_the_public_runs_have():
+    rows = [r for r in network.public_results() if r["system"] == "gcp-a4"]
+    counts = sorted({r["nodes"] for r in rows})
+    assert rows and 4 not in counts
+    rc, text = run(*COLL, "--system", "gcp-a4", "--nodes", 4)
+    assert rc == 0 and "CAVEAT" not in text and "# CHECK:" not in text
+    line = _note(text)
+    assert line is not None and text.splitlines()[-3] == line
+    assert line.startswith("# NOTE: no published nccl-tests run of gcp-a4 on 4 nodes: ")
+    assert f"runs are on {', '.join(map(str, counts))} nodes (" in line
+    assert "extrapolation" in line
+
+
+def test_note_names_the_gpu_counts_inside_one_server():
+    rows = [r for r in calibration.public_singlenode_results() if r["system"] == "dgx-h100"]
+    assert rows and 3 not in {r["gpus"] for r in rows}
+    rc, text = run(*COLL, "--system", "dgx-h100", "--ranks", 3)
+    assert rc == 0
+    line = _note(text)
+    assert line.startswith("# NOTE: no published nccl-tests run of dgx-h100 on 3 GPUs, "
+                           "1 GPU(s) per process")
+    for g in sorted({r["gpus"] for r in rows}):
+        assert f"{g} GPUs with " in line
+
+
+def test_a_collective_no_public_run_measured_is_named():
+    rows = [r for r in network.public_results()
+            if r["system"] == "aws-p5" and r["nodes"] == 2]
+    colls = sorted({r["collective"] for r in rows})
+    assert rows and "reduce" not in colls
+    argv = ["--collective", "reduce", "-b", "8G", "-e", "8G", "--system", "aws-p5",
+            "--nodes", 2]
+    rc, text = run(*argv)
+    assert rc == 0
+    last = text.splitlines()[-3]
+    assert last.startswith("# CHECK:") or last.startswith("# NOTE:")
+    assert f"runs of aws-p5 on 2 nodes are of {', '.join(colls)} only: for reduce " \
+        "these numbers are the model's extrapolation" in last
+
+
+@pytest.mark.parametrize("argv", [
+    ["--system", "hgx-h200"],                          # 8 GPUs, all_reduce: run
+    ["--system", "aws-p5", "--nodes", 2],                # 2 nodes, all_reduce: run
+    ["--system", "h200-x2-measured"],                  # our own runs, no public rows
+])
+def test_no_note_where_a_public_run_matches(argv):
+    rc, text = run(*COLL, *argv)
+    assert rc == 0 and "NOTE" not in text
+
+
+def test_note_goes_to_stderr_in_csv(capsys):
+    capsys.readouterr()
+    rc, text = run(*COLL, "--system", "gcp-a4", "--nodes", 4, "--format", "csv")
+    assert rc == 0 and "NOTE" not in text
+    assert "gpulab predict: warning: NOTE: no published nccl-tests run of gcp-a4" \
+        in capsys.readouterr().err
