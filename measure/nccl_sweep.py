@@ -35,6 +35,16 @@ def parse_size(text):
     return int(text)
 
 
+def placement(rank, gpus_per_host):
+    """(host, GPU) of ``rank`` when hosts of ``gpus_per_host`` ranks share the
+    machine's first GPUs: rank r is GPU r % G of host r // G.
+
+    >>> [placement(r, 2) for r in range(4)]
+    [(0, 0), (0, 1), (1, 0), (1, 1)]
+    """
+    return rank // gpus_per_host, rank % gpus_per_host
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("-b", "--min-bytes", default="8")
@@ -54,7 +64,15 @@ def main(argv=None):
                    help="put every rank on GPU 0 and give each its own NCCL_HOSTID, so "
                         "NCCL sees one node per rank and joins them with its network "
                         "transport (run under MPS so the ranks' kernels run at once)")
+    p.add_argument("--gpus-per-host", type=int, default=None, metavar="G",
+                   help="split the ranks into hosts of G ranks, rank r on GPU r %% G of "
+                        "host r // G (its own NCCL_HOSTID): inside a host NCCL joins the "
+                        "GPUs over NVLink, between hosts through its network transport, "
+                        "so a ring mixes both kinds of edge (two hosts on one GPU share it: "
+                        "run under MPS)")
     args = p.parse_args(argv)
+    if args.gpus_per_host is not None and (args.gpus_per_host < 1 or args.hosts_on_one_gpu):
+        p.error("--gpus-per-host must be >= 1 and cannot go with --hosts-on-one-gpu")
 
     import torch
     import torch.distributed as dist
@@ -69,6 +87,9 @@ def main(argv=None):
         # detected"); a host id per rank makes every rank a node of its own.
         os.environ["NCCL_HOSTID"] = f"node{rank}"
         local = 0
+    elif args.gpus_per_host is not None:
+        host, local = placement(rank, args.gpus_per_host)
+        os.environ["NCCL_HOSTID"] = f"node{host}"
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
     n = world
