@@ -542,39 +542,33 @@ def _coverage_note(name, system, n, nodes, gpp, collective):
     domain) or not for this collective: where the runs are, so the reader knows the
     numbers are the model's extrapolation from them. None where a run matches, or
     where no published run names the preset."""
-    multi = n > system.scale_up_domain
     name = str(name)
-    if multi:
+    if n > system.scale_up_domain:
         rows = [r for r in network.public_results() if r["system"] == name]
-        here = (lambda r: r["nodes"] == nodes)
+        match = [r for r in rows if r["nodes"] == nodes]
         size = f"{nodes} nodes"
-        def label(r):
-            return f"{r['nodes']}"
-        unit = "nodes"
+        sizes = sorted({r["nodes"] for r in rows})
+        where = f"{', '.join(map(str, sizes))} nodes"
     else:
-        rows = [r for r in calibration.public_singlenode_results()
-                if r["system"] == name]
-        here = (lambda r: r["gpus"] == n and (r["gpus_per_process"] or 1) == gpp)
+        rows = [r for r in calibration.public_singlenode_results() if r["system"] == name]
+        match = [r for r in rows
+                 if r["gpus"] == n and (r["gpus_per_process"] or 1) == gpp]
         size = f"{n} GPUs, {gpp} GPU(s) per process"
-        def label(r):
-            return f"{r['gpus']} GPUs with {r['gpus_per_process'] or 1} per process"
-        unit = ""
+        sizes = sorted({(r["gpus"], r["gpus_per_process"] or 1) for r in rows})
+        where = ", ".join(f"{g} GPUs with {p} per process" for g, p in sizes)
     if not rows:
         return None
-    match = [r for r in rows if here(r)]
-    if match and collective in {r["collective"] for r in match}:
-        return None
     if match:
-        colls = ", ".join(sorted({r["collective"] for r in match}))
+        colls = sorted({r["collective"] for r in match})
+        if collective in colls:
+            return None
         return (f"NOTE: the published nccl-tests runs of {name} on {size} are of "
-                f"{colls} only: for {collective} these numbers are the model's "
-                "extrapolation, not a checked prediction")
-    sizes = sorted({label(r) for r in rows}, key=lambda x: [int(t) for t in
-                                                             x.split() if t.isdigit()])
+                f"{', '.join(colls)} only: for {collective} these numbers are the "
+                "model's extrapolation, not a checked prediction")
     colls = ", ".join(sorted({r["collective"] for r in rows}))
     return (f"NOTE: no published nccl-tests run of {name} on {size}: its published "
-            f"runs are on {', '.join(sizes)}{' ' + unit if unit else ''} ({colls}), so "
-            "these numbers are the model's extrapolation beyond them")
+            f"runs are on {where} ({colls}), so these numbers are the model's "
+            "extrapolation beyond them")
 
 
 def _public_check(name, system, n, nodes, gpp=1):
