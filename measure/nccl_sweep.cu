@@ -1,11 +1,15 @@
 // Collective sweep over NCCL from C++: no Python in the timed loop.
 //
 //   nvcc -O2 -o nccl_sweep measure/nccl_sweep.cu -I$NCCL/include -L$NCCL/lib -lnccl
-//   ./nccl_sweep [-b 8] [-e 1073741824] [-f 2] [-w 5] [-n 20] [-g NGPUS] [-P 0|1] > out.csv
+//   ./nccl_sweep [-b 8] [-e 1073741824] [-f 2] [-w 5] [-n 20] [-g NGPUS] [-P 0|1] [-G 0|1] > out.csv
 //
 // -P 0 (default): one process drives all NGPUS GPUs, like nccl-tests with -g N.
 // -P 1: one process per GPU (forked; the NCCL unique id goes through pipes), like
 //       nccl-tests built with MPI and run as `mpirun -np N ... -g 1`.
+// -G 1: capture the -n timed calls of every GPU in one CUDA graph per GPU and time its
+//       replay, as nccl-tests -G: no host launch between calls, so a small call takes
+//       the GPUs' own time (the kernels' fixed cost and their steps), not the host's.
+// -g 1: one GPU, NCCL's one-rank path: only to try the harness on a one-GPU machine.
 //
 // Sizes, algbw and busbw follow nccl-tests' definitions (doc/PERFORMANCE.md):
 // size is the full buffer of the collective; busbw = algbw * factor with
@@ -37,7 +41,7 @@ __global__ void fill(float* p, size_t n, float v) {
        i += (size_t)gridDim.x * blockDim.x) p[i] = v;
 }
 
-struct Opts { size_t minb = 8, maxb = 1 << 30; int factor = 2, warm = 5, iters = 20, ng = 0; };
+struct Opts { size_t minb = 8, maxb = 1 << 30; int factor = 2, warm = 5, iters = 20, ng = 0, graph = 0; };
 
 // Runs the sweep for the GPUs `devs` (global ranks `ranks`) of an `nranks` job.
 static int sweep(const Opts& o, const std::vector<int>& devs, const std::vector<int>& ranks,
@@ -108,11 +112,37 @@ static int sweep(const Opts& o, const std::vector<int>& devs, const std::vector<
       for (int w = 0; w < o.warm; w++) run();
       sync_all();
       line_up();
+      std::vector<cudaGraphExec_t> exec(nl);
+      if (o.graph) {   // the timed calls, captured once per GPU (as nccl-tests -G)
+        for (int i = 0; i < nl; i++) {
+          CUDACHECK(cudaSetDevice(devs[i]));
+          CUDACHECK(cudaStreamBeginCapture(st[i], cudaStreamCaptureModeThreadLocal));
+        }
+        for (int it = 0; it < o.iters; it++) run();
+        for (int i = 0; i < nl; i++) {
+          cudaGraph_t gr;
+          CUDACHECK(cudaSetDevice(devs[i]));
+          CUDACHECK(cudaStreamEndCapture(st[i], &gr));
+          CUDACHECK(cudaGraphInstantiate(&exec[i], gr, 0));
+          CUDACHECK(cudaGraphDestroy(gr));
+        }
+        for (int i = 0; i < nl; i++) {   // one untimed replay: uploads the graphs
+          CUDACHECK(cudaSetDevice(devs[i])); CUDACHECK(cudaGraphLaunch(exec[i], st[i]));
+        }
+        sync_all();
+        line_up();
+      }
       cudaEvent_t t0, t1;
       CUDACHECK(cudaSetDevice(devs[0]));
       CUDACHECK(cudaEventCreate(&t0)); CUDACHECK(cudaEventCreate(&t1));
       CUDACHECK(cudaEventRecord(t0, st[0]));
-      for (int it = 0; it < o.iters; it++) run();
+      if (o.graph) {
+        for (int i = 0; i < nl; i++) {
+          CUDACHECK(cudaSetDevice(devs[i])); CUDACHECK(cudaGraphLaunch(exec[i], st[i]));
+        }
+      } else {
+        for (int it = 0; it < o.iters; it++) run();
+      }
       // the first GPU's stream waits for this process's other GPUs before the end event
       for (int i = 1; i < nl; i++) {
         cudaEvent_t e; CUDACHECK(cudaSetDevice(devs[i]));
@@ -125,6 +155,11 @@ static int sweep(const Opts& o, const std::vector<int>& devs, const std::vector<
       CUDACHECK(cudaEventSynchronize(t1));
       float ms; CUDACHECK(cudaEventElapsedTime(&ms, t0, t1));
       sync_all();
+      if (o.graph)
+        for (int i = 0; i < nl; i++) {
+          CUDACHECK(cudaSetDevice(devs[i])); CUDACHECK(cudaGraphExecDestroy(exec[i]));
+        }
+      CUDACHECK(cudaEventDestroy(t0)); CUDACHECK(cudaEventDestroy(t1));
       double t = ms / 1e3 / o.iters;
       long wrong = 0;
       if (s == "all_reduce") {
@@ -157,7 +192,9 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "-n")) o.iters = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "-g")) o.ng = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "-P")) procs = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "-G")) o.graph = atoi(argv[i + 1]);
   }
+  bool one = o.ng == 1;   // -g 1: the harness on one GPU (NCCL's one-rank path)
   if (o.ng == 0) {   // count GPUs in a child, so that this process never initialises CUDA
     int fd[2];
     if (pipe(fd)) return 1;
@@ -166,7 +203,8 @@ int main(int argc, char** argv) {
     if (read(fd[0], &o.ng, sizeof o.ng) != (ssize_t)sizeof o.ng) return 1;
     waitpid(pid, 0, 0);
   }
-  if (o.ng < 2) { fprintf(stderr, "need at least 2 GPUs\n"); return 1; }
+  if (o.ng < 2 && !one) { fprintf(stderr, "need at least 2 GPUs (or -g 1 to try the harness)\n"); return 1; }
+  if (one) fprintf(stderr, "# -g 1: one GPU, NCCL's one-rank path (the harness only)\n");
   if (!procs) {
     std::vector<int> devs(o.ng);
     for (int i = 0; i < o.ng; i++) devs[i] = i;

@@ -7,6 +7,11 @@
 #     process model on this host, and NCCL's own picks in the middle of the curve;
 #   - the same all_reduce sweep with each algorithm and protocol forced (NCCL_ALGO x
 #     NCCL_PROTO), so every (algorithm, protocol) the model times can be checked alone;
+#   - the same sweep to 64 MiB with the timed calls in CUDA graphs (-G 1, as nccl-tests -G),
+#     one process per GPU, at each GPU count, and the LL ring forced: no host launch between
+#     calls, so a small call shows the GPUs' own time (a kernel's fixed cost and its steps),
+#     which the host's floor hides in every other run (the model's LL latency per step was
+#     calibrated on 2 GPUs under that floor; published 4-GPU runs show it too low);
 #   - NCCL_DEBUG=INFO of one call per size band (channels NCCL opens, the tuner's table);
 #   - topology, NVLink status, versions.
 # Run from the repository root on the GPU machine. Everything is written under $OUT/raw
@@ -28,10 +33,14 @@ if [ "$NG" -lt 2 ]; then echo "needs 2 or more GPUs, found $NG"; exit 2; fi
   uname -r; nproc; lscpu | grep -E "Model name|Socket"; } > "$O/versions.txt" 2>&1
 nvidia-smi topo -m > "$O/topo-m.txt" 2>&1
 nvidia-smi nvlink --status > "$O/nvlink-status.txt" 2>&1
-NCCL_INC=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null)
-if ! nvcc -O2 -o ./nccl_sweep measure/nccl_sweep.cu ${NCCL_INC:+-I$NCCL_INC/include -L$NCCL_INC/lib -Xlinker -rpath=$NCCL_INC/lib} -lnccl > "$O/nvcc.log" 2>&1; then
+NCCL_INC=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
+# PyTorch's NCCL where its wheel carries headers and a linkable library, else the system's
+if ! { [ -n "$NCCL_INC" ] && nvcc -O2 -o ./nccl_sweep measure/nccl_sweep.cu -I"$NCCL_INC/include" \
+         -L"$NCCL_INC/lib" -l:libnccl.so.2 -Xlinker -rpath="$NCCL_INC/lib" > "$O/nvcc.log" 2>&1; } \
+   && ! nvcc -O2 -o ./nccl_sweep measure/nccl_sweep.cu -lnccl >> "$O/nvcc.log" 2>&1; then
   echo "nvcc failed (see nvcc.log)"; exit 1
 fi
+./nccl_sweep -b 8 -e 8 -w 0 -n 1 -g 1 2>/dev/null | tail -1 | cut -d, -f8 > "$O/nccl_version.txt"
 sweep() {  # label, then nccl_sweep arguments
   local label=$1; shift
   ./nccl_sweep -b 8 -e "$MAXB" -f 2 -w 5 -n 20 "$@" > "$O/$label.csv" 2> "$O/$label.txt"
@@ -41,6 +50,13 @@ for g in $(seq 2 "$NG"); do                       # every GPU count: 2 .. NG
   [ "$g" -eq 2 ] || [ "$g" -eq 4 ] || [ "$g" -eq "$NG" ] || continue
   CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((g - 1))) sweep "g${g}_pergpu" -g "$g" -P 1
   CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((g - 1))) sweep "g${g}_oneforall" -g "$g" -P 0
+done
+for g in $(seq 2 "$NG"); do                       # the GPUs' own time: CUDA graphs
+  [ "$g" -eq 2 ] || [ "$g" -eq 4 ] || [ "$g" -eq "$NG" ] || continue
+  CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((g - 1))) sweep "g${g}_pergpu_graph" -g "$g" -P 1 \
+    -e 67108864 -G 1
+  CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((g - 1))) NCCL_ALGO=Ring NCCL_PROTO=LL \
+    sweep "g${g}_Ring_LL_graph" -g "$g" -P 1 -e 67108864 -G 1
 done
 for algo in Ring Tree NVLS; do                    # all GPUs, one process per GPU
   for proto in LL LL128 Simple; do

@@ -8,11 +8,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_packed(script, args, env, out, tgz, dest):
-    """Run ``bash script args`` from the repository root with ``env`` (whose ``OUT`` is
-    ``out``), check it succeeded, packed ``out/tgz`` and removed its raw folder, and
-    unpack the archive into ``dest`` (created). Returns the script's stdout."""
-    res = subprocess.run(["bash", str(script), *args], env=env, cwd=ROOT,
+def run_packed(script, args, env, out, tgz, dest, cwd=ROOT):
+    """Run ``bash script args`` from ``cwd`` (default: the repository root) with
+    ``env`` (whose ``OUT`` is ``out``), check it succeeded, packed ``out/tgz`` and
+    removed its raw folder, and unpack the archive into ``dest`` (created). Returns the
+    script's stdout."""
+    res = subprocess.run(["bash", str(script), *args], env=env, cwd=cwd,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     dest.mkdir()
