@@ -450,6 +450,15 @@ def _single_time(collective, s, n, system, transport, algorithm, protocol, bw_in
     fill = _fill_bytes(wire, *_fill_params(transport, collective, system)) / b
     if protocol == "LL":
         fill = 0.0                      # LL has no chunk pipeline to fill
+    if algorithm in ("ring", "tree") and transport == "p2p" \
+            and system.nvlink.fabric != "none":
+        # NCCL runs a small call on fewer channels (enqueue.cc topoGetAlgoInfo: one channel
+        # per threads x thread threshold bytes, the ring LL threshold times the ranks;
+        # network.execution.channels_used), each at 1/max_channels of the rate. Over
+        # NVLink only: max_channels is what NCCL opened on our 2x H200 (its log); over
+        # PCIe or host memory NCCL opens a few channels, which we have not measured
+        top = _const(system, f"transports/{transport}/max_channels")
+        b = b * network.execution.channels_used(s, top, protocol, n, algorithm) / top
     return np.maximum(host, gpu + wire / b + fill)
 
 
@@ -536,7 +545,13 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
     :math:`w_a(n)` (:func:`wire_factor`), the per-direction line rate :math:`B`
     (:func:`fabric_bandwidth`), the achieved fraction :math:`e_c` of collective
     :math:`c`, the protocol's bandwidth share :math:`\pi_p` and a pipeline-fill
-    term (:math:`f_c`, :math:`S_f`). :math:`t_{h,c}` is the host's time per call:
+    term (:math:`f_c`, :math:`S_f`). A ring or tree over NVLink streams on the
+    channels NCCL's channel rule gives the size (``enqueue.cc`` topoGetAlgoInfo,
+    :func:`gpulab.network.execution.channels_used`: one channel per threads x thread
+    threshold bytes, the ring LL threshold times the ranks), each at :math:`1/k_{max}`
+    of the rate, so the streaming term is divided by :math:`c(S)/k_{max}` (ours: the
+    rate per channel; over PCIe and host memory, where NCCL opens fewer channels
+    than we measured over NVLink, the full rate is kept). :math:`t_{h,c}` is the host's time per call:
     nccl-tests issues calls back to back, so each launch overlaps the previous
     collective and small messages cost the host's time, not the GPUs'. For a
     process that drives :math:`g` GPUs and a message NCCL spreads over
@@ -564,6 +579,7 @@ def collective_time(collective, message_bytes, n_ranks, system, *, transport="p2
     L_p, pi_p, e_c, h_c, h_g, h_k,     our C++ NCCL sweeps on 2x H200, NVLS off
     fill                               (scripts/fit_nccl_model.py)
     S_k, k_max                         NCCL's logged channels on 2x H200
+    c(S): channels used for the size   NCCL's enqueue.cc channel rule (read in source)
     protocol choice (nccl_tuning)      NCCL's tuning table on 2x H200 (ours)
     8-GPU LL time (bound)              public 8x H20 nccl-tests (DeepEP#303)
     8-GPU e_c, NVLS constants          public 8x H200 sweep (ml-engineering; a

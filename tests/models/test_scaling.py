@@ -67,7 +67,7 @@ def test_assumptions():
     assert scaling.assumption("mfu") == 0.4
     assert scaling.assumption("nvlink_allreduce_efficiency") == 0.82
     assert scaling.assumption("gradient_bytes_per_param") == 2.0
-    assert scaling.assumption("ring_step_latency_s") == 1.13e-6
+    assert scaling.assumption("ring_step_latency_s") == 1.22e-6
 
 
 def test_chapter1_alpha_agrees_with_the_collective_model():
@@ -140,7 +140,7 @@ def test_step_consistency(gpu, n, p, d, o, mfu):
 def test_step_comm_oracle_h100():
     s = scaling.data_parallel_step("H100", 8, 7e9, 16384)
     bw = 450e9 * 0.82
-    expected_tm = 14 * 1.13e-6 + 1.75 * 14e9 / bw
+    expected_tm = 14 * 1.22e-6 + 1.75 * 14e9 / bw
     assert s.bandwidth.direction == "per_direction"
     assert s.bandwidth.bytes_per_s == pytest.approx(bw, rel=1e-12)
     assert s.comm_time == pytest.approx(expected_tm, rel=1e-12)
