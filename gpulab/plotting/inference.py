@@ -148,8 +148,12 @@ def plot_allreduce_sizes(system, n_ranks, published_system, *, ax=None, label=No
     """
     comp = allreduce_comparison(system, n_ranks, published_system)
     ax = new_axes(ax)
-    sizes = np.geomspace(8 * units.KiB, 8 * units.MiB, 40)
+    # NCCL's time steps with the channels it opens for a size (a sawtooth between powers
+    # of two): drawn at nccl-tests' sizes, the custom kernels on a fine grid
+    grid = {"nccl": 2.0 ** np.arange(13, 24),
+            "custom": np.geomspace(8 * units.KiB, 8 * units.MiB, 40)}
     for kind, (name, color) in _ALGO_STYLE.items():
+        sizes = grid[kind]
         try:
             t = [allreduce_model_time(kind, s, n_ranks, system) * 1e6 for s in sizes]
         except ValueError:
