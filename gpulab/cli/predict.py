@@ -72,6 +72,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 
 from .. import calibration, collectives, network, pcie, systems, units
@@ -230,13 +231,26 @@ def _public_systems(multi_node):
     """{preset name: rows} of the published nccl-tests results that check it: the
     multi-node ones (gpulab.network.public_results) or the single-server ones
     (gpulab.calibration.public_singlenode_results)."""
+    return dict(_public_index(bool(multi_node))[0])
+
+
+@functools.lru_cache(maxsize=2)
+def _public_index(multi_node):
+    """The published rows, read once per process: ({preset: rows}, {preset: {(size,
+    GPUs per process, collective)}}) with size the node count across nodes (GPUs per
+    process None), else the GPU count."""
     rows = network.public_results() if multi_node \
         else calibration.public_singlenode_results()
-    out = {}
+    counts, runs = {}, {}
     for r in rows:
-        if r.get("system") not in (None, "", "none"):
-            out[r["system"]] = out.get(r["system"], 0) + 1
-    return out
+        name = r.get("system")
+        if name in (None, "", "none"):
+            continue
+        counts[name] = counts.get(name, 0) + 1
+        key = (r["nodes"], None, r["collective"]) if multi_node \
+            else (r["gpus"], r["gpus_per_process"] or 1, r["collective"])
+        runs.setdefault(name, set()).add(key)
+    return counts, {k: frozenset(v) for k, v in runs.items()}
 
 
 def _collective_check(name, system, n_ranks=None):
@@ -542,30 +556,23 @@ def _coverage_note(name, system, n, nodes, gpp, collective):
     domain) or not for this collective: where the runs are, so the reader knows the
     numbers are the model's extrapolation from them. None where a run matches, or
     where no published run names the preset."""
-    name = str(name)
-    if n > system.scale_up_domain:
-        rows = [r for r in network.public_results() if r["system"] == name]
-        match = [r for r in rows if r["nodes"] == nodes]
-        size = f"{nodes} nodes"
-        sizes = sorted({r["nodes"] for r in rows})
-        where = f"{', '.join(map(str, sizes))} nodes"
-    else:
-        rows = [r for r in calibration.public_singlenode_results() if r["system"] == name]
-        match = [r for r in rows
-                 if r["gpus"] == n and (r["gpus_per_process"] or 1) == gpp]
-        size = f"{n} GPUs, {gpp} GPU(s) per process"
-        sizes = sorted({(r["gpus"], r["gpus_per_process"] or 1) for r in rows})
-        where = ", ".join(f"{g} GPUs with {p} per process" for g, p in sizes)
-    if not rows:
+    multi = n > system.scale_up_domain
+    runs = _public_index(multi)[1].get(str(name))
+    if not runs:
+        return None
+    here = (nodes, None) if multi else (n, gpp)
+    size = f"{nodes} nodes" if multi else f"{n} GPUs, {gpp} GPU(s) per process"
+    match = sorted({c for s, g, c in runs if (s, g) == here})
+    if collective in match:
         return None
     if match:
-        colls = sorted({r["collective"] for r in match})
-        if collective in colls:
-            return None
         return (f"NOTE: the published nccl-tests runs of {name} on {size} are of "
-                f"{', '.join(colls)} only: for {collective} these numbers are the "
+                f"{', '.join(match)} only: for {collective} these numbers are the "
                 "model's extrapolation, not a checked prediction")
-    colls = ", ".join(sorted({r["collective"] for r in rows}))
+    sizes = sorted({(s, g) for s, g, _ in runs})
+    where = (f"{', '.join(str(s) for s, _ in sizes)} nodes" if multi
+             else ", ".join(f"{s} GPUs with {g} per process" for s, g in sizes))
+    colls = ", ".join(sorted({c for _, _, c in runs}))
     return (f"NOTE: no published nccl-tests run of {name} on {size}: its published "
             f"runs are on {where} ({colls}), so these numbers are the model's "
             "extrapolation beyond them")
