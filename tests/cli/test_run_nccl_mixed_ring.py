@@ -8,29 +8,14 @@ import importlib.util
 import os
 from pathlib import Path
 
-from tests.cli.packed_script import run_packed
-from tests.cli.test_run_nccl_net_one_gpu import TORCHRUN
+from tests.cli.packed_script import run_torchrun_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "measure" / "run_nccl_mixed_ring.sh"
 
 
 def _run(tmp_path):
-    bin_ = tmp_path / "bin"
-    bin_.mkdir()
-    for name, text in (("torchrun", TORCHRUN), ("nvidia-smi", "#!/bin/bash\necho H200\n"),
-                       ("nvidia-cuda-mps-control", "#!/bin/bash\ncat >/dev/null\n")):
-        (bin_ / name).write_text(text)
-        (bin_ / name).chmod(0o755)
-    out = tmp_path / "out"
-    env = {**os.environ, "OUT": str(out), "PATH": f"{bin_}:{os.environ['PATH']}",
-           "CUDA_MPS_PIPE_DIRECTORY": str(tmp_path / "mps"),
-           "CUDA_MPS_LOG_DIRECTORY": str(tmp_path / "mpslog")}
-    for k in ("NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_DEBUG", "G"):
-        env.pop(k, None)
-    raw = tmp_path / "raw"
-    run_packed(SCRIPT, (), env, out, "nccl_mixed_ring.tgz", raw)
-    return raw
+    return run_torchrun_script(tmp_path, SCRIPT, (), "nccl_mixed_ring.tgz", unset=("G",))
 
 
 def test_every_ring_and_protocol_twice_with_its_placement(tmp_path):

@@ -3,41 +3,17 @@ nvidia-smi and the MPS daemon (no GPU): every sweep is written and packed, each 
 NCCL variables and sweep arguments of its run, every rank told to share GPU 0."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from tests.cli.packed_script import run_packed
+from tests.cli.packed_script import run_torchrun_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "measure" / "run_nccl_net_one_gpu.sh"
 
-# torchrun's stand-in writes, in the --csv file, the variables and arguments it got
-TORCHRUN = """#!/bin/bash
-csv=""; prev=""
-for a in "$@"; do [ "$prev" = "--csv" ] && csv=$a; prev=$a; done
-echo "env NCCL_ALGO=${NCCL_ALGO:-} NCCL_PROTO=${NCCL_PROTO:-} \
-NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-} NCCL_BUFFSIZE=${NCCL_BUFFSIZE:-} \
-NCCL_DEBUG=${NCCL_DEBUG:-} args $*" > "$csv"
-"""
-
-
 def _run(tmp_path, *mode):
-    bin_ = tmp_path / "bin"
-    bin_.mkdir()
-    for name, text in (("torchrun", TORCHRUN), ("nvidia-smi", "#!/bin/bash\necho H200\n"),
-                       ("nvidia-cuda-mps-control", "#!/bin/bash\ncat >/dev/null\n")):
-        (bin_ / name).write_text(text)
-        (bin_ / name).chmod(0o755)
-    out = tmp_path / "out"
-    env = {**os.environ, "OUT": str(out), "PATH": f"{bin_}:{os.environ['PATH']}",
-           "CUDA_MPS_PIPE_DIRECTORY": str(tmp_path / "mps")}
-    for k in ("NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_DEBUG"):
-        env.pop(k, None)
-    raw = tmp_path / "raw"
-    run_packed(SCRIPT, mode, env, out, "nccl_net_one_gpu.tgz", raw)
-    return raw
+    return run_torchrun_script(tmp_path, SCRIPT, mode, "nccl_net_one_gpu.tgz")
 
 
 def _lines(raw):

@@ -4,11 +4,10 @@ GPUs), python3 and lscpu, in a copy of ``measure/``: every sweep it promises is 
 and packed, the CUDA-graph sweeps with ``-G 1`` and one process per GPU."""
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
-from tests.cli.packed_script import run_packed
+from tests.cli.packed_script import run_packed, standin_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,17 +34,10 @@ def test_every_sweep_including_the_graph_ones(tmp_path):
     (work / "measure").mkdir(parents=True)
     for f in ("run_nccl_server.sh", "nccl_sweep.cu"):
         shutil.copy(ROOT / "measure" / f, work / "measure" / f)
-    bin_ = tmp_path / "bin"
-    bin_.mkdir()
-    for name, text in (("nvcc", NVCC), ("nvidia-smi", SMI),
-                       ("python3", "#!/bin/bash\nexit 1\n"),
-                       ("lscpu", "#!/bin/bash\necho 'Model name: test CPU'\n")):
-        (bin_ / name).write_text(text)
-        (bin_ / name).chmod(0o755)
-    out = tmp_path / "out"
-    env = {**os.environ, "OUT": str(out), "PATH": f"{bin_}:{os.environ['PATH']}"}
-    for k in ("NCCL_ALGO", "NCCL_PROTO", "NVLS", "CUDA_VISIBLE_DEVICES"):
-        env.pop(k, None)
+    env, out = standin_env(
+        tmp_path, {"nvcc": NVCC, "nvidia-smi": SMI, "python3": "#!/bin/bash\nexit 1\n",
+                   "lscpu": "#!/bin/bash\necho 'Model name: test CPU'\n"},
+        ("NCCL_ALGO", "NCCL_PROTO", "NVLS", "CUDA_VISIBLE_DEVICES"))
     raw = tmp_path / "raw"
     run_packed(work / "measure" / "run_nccl_server.sh", (), env, out, "nccl_server.tgz",
                raw, cwd=work)
