@@ -27,6 +27,8 @@ import csv
 import pathlib
 import sys
 
+from gpulab import collectives
+
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "gpulab" / "data" / "measurements"
 SINGLE = ROOT / "public_singlenode.csv"
 COMMIT = "095f58a51c4ca8e61b66ec108d86f223f8d559ce"
@@ -40,8 +42,6 @@ SYSTEMS = {
     "b200_sxm": ("hgx-b200", "8x B200 SXM on NVSwitch (HGX B200)"),
     "gb200": ("gb200-nvl72", "GB200 compute tray (4 GPUs, one host) of an NVL72 rack"),
 }
-BUSBW = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
-         "reduce_scatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n}
 
 
 def tables(repo):
@@ -70,7 +70,7 @@ def rows(repo):
             n, op = int(r["num_gpus"]), r["op_name"]
             size = int(r["message_size"]) * 2                     # half: 2 bytes each
             t_us = float(r["latency"]) * 1e3
-            busbw = size / (t_us * 1e-6) / 1e9 * BUSBW[op](n)
+            busbw = size / (t_us * 1e-6) / 1e9 * collectives.busbw_factor(op, n)
             yield {"source": f"{SOURCE} (ai-dynamo/aiconfigurator commit {COMMIT[:12]}), "
                              f"{system}/comm/nccl/{version}: {op}_perf on {n} GPUs",
                    "url": f"https://github.com/ai-dynamo/aiconfigurator/blob/{COMMIT}/{path}",
