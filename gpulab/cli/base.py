@@ -167,16 +167,25 @@ def nics_type(text):
     return text
 
 
+def scale_unit(system, count=2):
+    """What ``--nodes`` counts for ``system``: racks where its NVLink domain spans
+    several nodes (GB200 NVL72), nodes otherwise; singular for ``count`` 1."""
+    word = "rack" if system.nvlink_domain > system.gpus_per_node else "node"
+    return word if count == 1 else word + "s"
+
+
 def add_network_args(s, what="collective: "):
     """Add ``--nodes``, ``--nics``, ``--fabric`` and ``--sharp`` to parser ``s``."""
     from .. import network
     s.add_argument("--nodes", type=nodes_type, metavar="N",
                    help=f"{what}scale --system out to N nodes (1-{MAX_NODES}; "
                         "gpulab.network.scale_out), a system or a cluster preset ("
-                        f"{', '.join(network.CLUSTER_PRESETS)})")
+                        f"{', '.join(network.CLUSTER_PRESETS)}); on a system whose "
+                        "NVLink domain spans nodes (gb200-nvl72) N counts racks")
     s.add_argument("--nics", type=nics_type, metavar="COUNTxRATE",
-                   help=f"{what}NICs per node and Gb/s per NIC, e.g. 8x400G "
-                        "(default: the preset's); needs ranks on 2 nodes or more")
+                   help=f"{what}NICs per node (per rack on gb200-nvl72, e.g. "
+                        "72x400G) and Gb/s per NIC, e.g. 8x400G (default: the "
+                        "preset's); needs ranks on 2 nodes or more")
     s.add_argument("--fabric", choices=FABRIC_CHOICES,
                    help=f"{what}scale-out fabric: InfiniBand, RoCE, AWS EFA, Google "
                         "GPUDirect-TCPX(O) (default: the preset's); needs ranks on 2 "

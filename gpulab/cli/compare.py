@@ -48,7 +48,7 @@ import sys
 from .. import calibration, collectives, nccltests, network, units
 from .base import (add_network_args, check_network_flags, check_nvls, describe_network,
                    emit, gpu_mismatch, nvls_enabled, one_line, positive_int,
-                   read_sweeps, resolve_system)
+                   read_sweeps, resolve_system, scale_unit)
 
 __all__ = ["register"]
 
@@ -152,14 +152,16 @@ def _cmd_compare(args, out):
             if args.nodes is not None and n != system.n_gpus:
                 fit = (f"give --nodes {n // per_node}" if n % per_node == 0
                        else f"{n} ranks are not whole nodes of {per_node} GPUs")
-                parser.error(f"argument --nodes: {args.nodes} nodes x {per_node} GPUs "
+                parser.error(f"argument --nodes: {args.nodes} "
+                             f"{scale_unit(system, args.nodes)} x {per_node} GPUs "
                              f"= {system.n_gpus} ranks, but {path} ran {n} ranks; "
                              f"{fit}")
             if n > system.n_gpus:
                 hint = ""
                 if n % per_node == 0 and (system.network is not None
                                           or args.system in network.CLUSTER_PRESETS):
-                    hint = f"; give --nodes {n // per_node} to model {n // per_node} nodes"
+                    hint = (f"; give --nodes {n // per_node} to model {n // per_node} "
+                            f"{scale_unit(system, n // per_node)}")
                 parser.error(f"argument --ranks: {n} ranks but system {system.name} "
                              f"has {system.n_gpus} GPUs{hint}")
             check_network_flags(parser, args, system, n)

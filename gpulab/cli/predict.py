@@ -77,7 +77,8 @@ import re
 
 from .. import calibration, collectives, network, pcie, systems, units
 from .base import (add_network_args, check_network_flags, check_nvls,
-                   describe_network, emit, nvls_enabled, one_line, resolve_system)
+                   describe_network, emit, nvls_enabled, one_line, resolve_system,
+                   scale_unit)
 
 __all__ = ["register", "parse_size", "sweep_sizes", "MAX_SIZE"]
 
@@ -480,7 +481,7 @@ def _predict_collective(args, out, system, sizes):
         # --ranks counts the ranks of all nodes: fewer would model fewer nodes
         parser.error(
             f"argument --ranks: {n} disagrees with --nodes {args.nodes}, which has "
-            f"{system.n_gpus} GPUs ({args.nodes} nodes x "
+            f"{system.n_gpus} GPUs ({args.nodes} {scale_unit(system, args.nodes)} x "
             f"{system.n_gpus // args.nodes}); "
             f"--ranks counts the ranks of all nodes: give --ranks {system.n_gpus} or "
             "leave it out (or fewer --nodes)")
@@ -561,7 +562,8 @@ def _coverage_note(name, system, n, nodes, gpp, collective):
     if not runs:
         return None
     here = (nodes, None) if multi else (n, gpp)
-    size = f"{nodes} nodes" if multi else f"{n} GPUs, {gpp} GPU(s) per process"
+    size = (f"{nodes} {scale_unit(system, nodes)}" if multi
+            else f"{n} GPUs, {gpp} GPU(s) per process")
     match = sorted({c for s, g, c in runs if (s, g) == here})
     if collective in match:
         return None
@@ -570,7 +572,7 @@ def _coverage_note(name, system, n, nodes, gpp, collective):
                 f"{', '.join(match)} only: for {collective} these numbers are the "
                 "model's extrapolation, not a checked prediction")
     sizes = sorted({(s, g) for s, g, _ in runs})
-    where = (f"{', '.join(str(s) for s, _ in sizes)} nodes" if multi
+    where = (f"{', '.join(str(s) for s, _ in sizes)} {scale_unit(system)}" if multi
              else ", ".join(f"{s} GPUs with {g} per process" for s, g in sizes))
     colls = ", ".join(sorted({c for _, _, c in runs}))
     return (f"NOTE: no published nccl-tests run of {name} on {size}: its published "
@@ -590,7 +592,7 @@ def _public_check(name, system, n, nodes, gpp=1):
         return None                     # a system file: no published run names it
     if multi:
         where = "gpulab/data/measurements/public_multinode.csv"
-        size = f"{nodes} nodes" if nodes is not None else None
+        size = f"{nodes} {scale_unit(system, nodes)}" if nodes is not None else None
         groups = network.public_errors(name, nodes) if nodes is not None else []
     else:
         where = "gpulab/data/measurements/public_singlenode.csv"

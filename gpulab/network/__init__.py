@@ -13,7 +13,7 @@ steps in flight per network hop).
 
 API (stable)
 ------------
-``scale_out(system, nodes, *, nics=None, fabric=None, sharp=None, gdr=True)``
+``scale_out(system, nodes, *, nics=None, fabric=None, sharp=None, gdr=None)``
     -> :class:`gpulab.systems.System` with ``n_gpus = nodes x gpus_per_node``.
     ``system``: a cluster preset (:data:`CLUSTER_PRESETS`), a system preset or a
     System; ``nics``: ``"8x400G"`` or ``(count, gbit_per_s)``; ``fabric``: ``"ib"``,

@@ -112,7 +112,29 @@ def _check_pcie_carries(node, unit, count, rate, nics):
             "(count x rate)")
 
 
-def scale_out(system, nodes, *, nics=None, fabric=None, sharp=None, gdr=True):
+def _check_sharp(system, base, fabric, gdr):
+    """Refuse in-switch reduction where the network cannot do it. NCCL reduces in
+    the switches through CollNet and the NCCL-SHARP plugin, which needs ConnectX-6
+    HDR or later, NVIDIA Quantum HDR or later InfiniBand switches and GPUDirect
+    RDMA (NVIDIA SHARP 3.9.1 documentation, 'Using NVIDIA SHARP with NVIDIA
+    NCCL'); a cluster preset says whether its provider offers it
+    (``sharp_capable`` in ``network.yaml``)."""
+    if isinstance(system, str) and system in CLUSTER_PRESETS \
+            and not cluster_preset(system)["sharp_capable"]:
+        raise ValueError(f"sharp: {base}'s network has no in-switch reduction "
+                         "(SHARP) that NCCL can use; sharp cannot be True (leave it "
+                         "unset or False)")
+    if fabric is not None and fabric != "infiniband":
+        raise ValueError(f"sharp needs an InfiniBand fabric (NCCL's SHARP plugin runs "
+                         f"on NVIDIA Quantum switches); the fabric is "
+                         f"{_FABRIC_LABEL.get(fabric, fabric)}: leave sharp unset or "
+                         "False, or give fabric='infiniband'")
+    if not gdr:
+        raise ValueError("sharp needs GPUDirect RDMA (the NCCL-SHARP plugin requires "
+                         "it); gdr=False cannot be combined with sharp=True")
+
+
+def scale_out(system, nodes, *, nics=None, fabric=None, sharp=None, gdr=None):
     """A cluster of ``nodes`` identical nodes joined by a scale-out network.
 
     Where a system's NVLink domain is larger than its node (GB200 NVL72: 72 GPUs in
@@ -139,9 +161,14 @@ def scale_out(system, nodes, *, nics=None, fabric=None, sharp=None, gdr=True):
         ``network.yaml``): only that fabric is accepted.
     sharp : bool, optional
         Let NCCL reduce in the switches (CollNet/SHARP). Default False (NCCL's
-        default: ``NCCL_COLLNET_ENABLE=0``).
-    gdr : bool
-        GPUDirect RDMA (default True); False stages data through host memory.
+        default: ``NCCL_COLLNET_ENABLE=0``). True needs an InfiniBand fabric,
+        GPUDirect RDMA and, for a cluster preset, a provider that offers it
+        (``sharp_capable``).
+    gdr : bool, optional
+        GPUDirect RDMA; False stages data through host memory. Default: the node's,
+        True unless its driver refuses peer DMA into GPU memory (``pcie.p2p`` False,
+        GeForce cards: NVIDIA's GPUDirect RDMA user manual lists Tesla and Quadro
+        GPUs only), where True is refused.
 
     Returns
     -------
@@ -164,8 +191,15 @@ def scale_out(system, nodes, *, nics=None, fabric=None, sharp=None, gdr=True):
     n = check_int("nodes", nodes, low=1, high=100_000)
     if sharp is not None and not isinstance(sharp, bool):
         raise ValueError(f"sharp must be True, False or None; got {sharp!r}")
-    if not isinstance(gdr, bool):
-        raise ValueError(f"gdr must be True or False; got {gdr!r}")
+    if gdr is not None and not isinstance(gdr, bool):
+        raise ValueError(f"gdr must be True, False or None; got {gdr!r}")
+    if not node.pcie.p2p:
+        if gdr:
+            raise ValueError(f"gdr: {node.name}'s driver refuses peer DMA into its GPUs' "
+                             "memory (pcie.p2p false: GeForce cards), so GPUDirect RDMA "
+                             "is not available; gdr cannot be True (leave it unset or "
+                             "False)")
+        gdr = False
     unit = node.scale_up_domain                 # GPUs of one node or NVLink domain
     racks = node.nvlink_domain > node.gpus_per_node
     n_gpus = n * unit
@@ -178,6 +212,9 @@ def scale_out(system, nodes, *, nics=None, fabric=None, sharp=None, gdr=True):
         raise ValueError(f"fabric: {base}'s network is {_FABRIC_LABEL[fixed]} "
                          f"(fixed by the provider); fabric cannot be {fabric!r} "
                          f"(leave it unset or give {fixed!r})")
+    if sharp:
+        _check_sharp(system, base, fab or (net.fabric if net is not None else None),
+                     gdr if gdr is not None else net is None or net.gdr)
     if net is None:
         if parsed is None or fab is None:
             if need_net:
@@ -206,7 +243,7 @@ def scale_out(system, nodes, *, nics=None, fabric=None, sharp=None, gdr=True):
             repl["sharp"] = sharp
             if sharp:
                 changes.append("SHARP")
-        if not gdr:
+        if gdr is False:
             repl["gdr"] = False
             changes.append("no GDR")
         net = dataclasses.replace(net, **repl)

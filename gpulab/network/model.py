@@ -770,7 +770,7 @@ def collective_times(collective, message_bytes, n_ranks, system, *, algorithm="a
 
 @finite_answer
 def algorithm_table(collective, sizes, nodes, system, *, nics=None, fabric=None,
-                    sharp=None, gdr=True, nvls=True):
+                    sharp=None, gdr=None, nvls=True):
     """Every algorithm's predicted time per size on ``nodes`` nodes (the explorer's
     table): the fastest protocol of each algorithm, and which one NCCL's tuner picks.
 

@@ -160,6 +160,20 @@ COLL = ["--collective", "all_reduce", "-b", "1M", "-e", "1M"]
      "argument --ranks: 8 disagrees with --nodes 2, which has 16 GPUs"),
     (["--system", "dgx-h100-spod", "--nodes", "4", "--ranks", "16"],
      "give --ranks 32"),
+    (["--system", "gb200-nvl72", "--nodes", "2", "--ranks", "8"],
+     "which has 144 GPUs (2 racks x 72)"),
+    # SHARP: only where NCCL's SHARP plugin can run (InfiniBand, a provider offering it)
+    (["--system", "aws-p5", "--nodes", "2", "--sharp", "on"],
+     "argument --sharp: sharp: aws-p5's network has no in-switch reduction"),
+    (["--system", "gcp-a3-mega", "--nodes", "2", "--sharp", "on"],
+     "argument --sharp: sharp: gcp-a3-mega's network has no in-switch reduction"),
+    (["--system", "dgx-h100-spod", "--nodes", "2", "--fabric", "efa", "--sharp", "on"],
+     "argument --sharp: sharp needs an InfiniBand fabric"),
+    (["--system", "h100-pcie", "--nodes", "2", "--nics", "8x400G", "--fabric", "roce",
+      "--sharp", "on"], "the fabric is RoCE"),
+    # GeForce cards: no GPUDirect RDMA, so no SHARP either
+    (["--system", "rtx-4090-x8", "--nodes", "2", "--nics", "1x100G", "--fabric", "ib",
+      "--sharp", "on"], "sharp needs GPUDirect RDMA"),
 ])
 def test_predict_refuses_ignored_or_impossible_flags(capsys, argv, needle):
     err = usage_error(capsys, "predict", *COLL, *argv)
@@ -217,20 +231,36 @@ def test_predict_turns_model_errors_into_one_line(capsys, monkeypatch):
     assert "argument --ranks: n_ranks: cannot place these ranks" in err
 
 
-@pytest.mark.parametrize("argv", [
-    ["--system", "hgx-h200", "--nodes", "2", "--nics", "64x400G"],
-    ["--system", "aws-p5", "--nodes", "2", "--fabric", "tcpx"],
+@pytest.mark.parametrize("argv, flag", [
+    (["--system", "hgx-h200", "--nodes", "2", "--nics", "64x400G"], "--nics"),
+    (["--system", "aws-p5", "--nodes", "2", "--fabric", "tcpx"], "--fabric"),
 ])
-def test_real_refusals_are_one_line_if_the_model_refuses(capsys, argv):
-    """Whether or not the model refuses these, the CLI never prints a traceback."""
-    try:
-        rc, _ = run("predict", *COLL, *argv)
-    except SystemExit as info:
-        err = capsys.readouterr().err
-        assert info.code == 2 and err.count("\n") == 1 and "Traceback" not in err
-        assert err.startswith("gpulab predict: error: argument --")
-    else:
-        assert rc == 0
+def test_real_refusals_are_one_line(capsys, argv, flag):
+    """The model's own refusals reach the user as one usage line naming the flag."""
+    with pytest.raises(SystemExit) as info:
+        run("predict", *COLL, *argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"gpulab predict: error: argument {flag}: "), err
+
+
+@pytest.mark.parametrize("argv, gdr", [
+    (["--system", "rtx-4090-x8", "--nodes", "2", "--nics", "1x100G", "--fabric", "roce"],
+     "off"),                                   # GeForce: the driver refuses peer DMA
+    (["--system", "l40s-x8", "--nodes", "2", "--nics", "1x100G", "--fabric", "roce"],
+     "on"),
+    (["--system", "dgx-h100-spod", "--nodes", "2", "--sharp", "on"], "on"),
+])
+def test_header_states_gpudirect_rdma_as_the_cards_allow(argv, gdr):
+    rc, text = run("predict", *COLL, *argv)
+    assert rc == 0 and f"GPUDirect RDMA {gdr})" in text, text
+
+
+def test_gb200_notes_count_racks(capsys):
+    rc, text = run("predict", *COLL, "--system", "gb200-nvl72", "--nodes", "5")
+    err = capsys.readouterr().err
+    note = [line for line in (text + err).splitlines() if "NOTE:" in line]
+    assert rc == 0 and note and "on 5 racks" in note[0] and " racks (" in note[0], note
 
 
 # --- 4. --list-systems ------------------------------------------------------------------

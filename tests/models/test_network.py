@@ -366,7 +366,7 @@ def test_nvl72_rack_is_one_node_of_the_network():
     ({"nodes": 2, "nics": (True, 400)}, "nics must be COUNTxRATE"),
     ({"nodes": 2, "fabric": "omnipath"}, "fabric must be one of"),
     ({"nodes": 2, "sharp": "yes"}, "sharp must be True, False or None"),
-    ({"nodes": 2, "gdr": None}, "gdr must be True or False"),
+    ({"nodes": 2, "gdr": 1}, "gdr must be True, False or None"),
 ])
 def test_scale_out_bad_input(kwargs, needle):
     with pytest.raises(ValueError, match=None) as info:
@@ -570,3 +570,41 @@ def test_nonmonotone_flags_nothing_in_a_nondecreasing_sweep(ts):
     times = sorted(ts)
     sizes = [2 ** i for i in range(len(times))]
     assert N.nonmonotone(sizes, times) == set()
+
+
+# --- SHARP and GPUDirect RDMA only where the hardware has them ----------------------------
+@pytest.mark.parametrize("name", list(N.CLUSTER_PRESETS))
+def test_sharp_is_accepted_exactly_where_the_preset_offers_it(name):
+    rec = N.cluster_preset(name)
+    if rec["sharp_capable"]:
+        assert rec["fabric"] == "infiniband"
+        assert N.scale_out(name, 2, sharp=True).network.sharp is True
+    else:
+        with pytest.raises(ValueError, match="^sharp: .*no in-switch reduction"):
+            N.scale_out(name, 2, sharp=True)
+    assert N.scale_out(name, 2, sharp=False).network.sharp is False
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"fabric": "roce"}, "sharp needs an InfiniBand fabric.*RoCE"),
+    ({"fabric": "efa"}, "sharp needs an InfiniBand fabric.*EFA"),
+    ({"gdr": False}, "sharp needs GPUDirect RDMA"),
+])
+def test_sharp_needs_infiniband_and_gpudirect_rdma(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        N.scale_out("dgx-h100-spod", 2, sharp=True, **kwargs)
+    N.scale_out("dgx-h100-spod", 2, sharp=False, **kwargs)       # fine without SHARP
+
+
+def test_geforce_cards_have_no_gpudirect_rdma():
+    c = N.scale_out("rtx-4090-x8", 2, nics="1x100G", fabric="roce")
+    assert c.network.gdr is False and "no GDR" in c.name
+    assert N.scale_out("rtx-4090-x8", 2, nics="1x100G", fabric="roce", gdr=False) \
+        .network.gdr is False
+    with pytest.raises(ValueError, match="^gdr: .*GPUDirect RDMA is not available"):
+        N.scale_out("rtx-4090-x8", 2, nics="1x100G", fabric="roce", gdr=True)
+    # cards whose driver allows peer DMA keep the default on
+    assert N.scale_out("l40s-x8", 2, nics="1x100G", fabric="roce").network.gdr is True
+    assert N.scale_out("dgx-h100-spod", 2).network.gdr is True
+    with pytest.raises(ValueError, match="^gdr must be True, False or None"):
+        N.scale_out("dgx-h100-spod", 2, gdr="yes")
