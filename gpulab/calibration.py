@@ -21,7 +21,7 @@ from . import collectives, network, systems, units
 from ._validate import check_int
 
 __all__ = ["BANDS", "compare_rows", "band_summary", "fit_sweeps", "system_yaml",
-           "public_singlenode_results", "public_singlenode_errors"]
+           "public_singlenode_results", "public_singlenode_errors", "quoted_figures"]
 
 _SINGLE = Path(__file__).resolve().parent / "data" / "measurements" / \
     "public_singlenode.csv"
@@ -137,6 +137,29 @@ def _single_rows():
             row["busbw_gbps"] = float(row["busbw_gbps"]) if row["busbw_gbps"] else None
             out.append(row)
     return tuple(out)
+
+
+_QUOTED = Path(__file__).parent / "data" / "measurements" / "public" / "quoted_figures.csv"
+
+
+@functools.lru_cache(maxsize=1)
+def _quoted_rows():
+    with open(_QUOTED, encoding="utf-8", newline="") as fh:
+        return tuple(dict(r, value=float(r["value"])) for r in csv.DictReader(fh))
+
+
+def quoted_figures():
+    """Single published figures the chapters set beside the model
+    (``gpulab/data/measurements/public/quoted_figures.csv``: a maintainer's quoted
+    busbw, one number of a public run): key -> dict with ``value``, ``unit``,
+    ``kind`` (published or spec), ``source``, ``url`` and ``accessed``. Quoted,
+    never fitted.
+
+    >>> f = quoted_figures()
+    >>> f["h100_nvls_gb"]["value"], f["h100_nvls_gb"]["unit"]
+    (480.0, 'GB/s busbw')
+    """
+    return {r["key"]: dict(r) for r in _quoted_rows()}
 
 
 def public_singlenode_results():

@@ -275,7 +275,7 @@ def _base(algo, proto):
 def _inter_lat(p, algo, proto, run=False):
     """Latency of one network step. [s]
 
-    The tuner's (``run=False``, tuning.cc lines 386-391): the NET latency of the
+    The tuner's (``run=False``, tuning.cc lines 386-391 at v2.30.7-1): the NET latency of the
     algorithm (the tree's with one rank per node) plus the latency the network
     plugin reports, twice for Simple (NCCL's allowance for the flush). The run's
     (``run=True``, ours): the same NET latency plus the fabric's own latency once;
@@ -302,7 +302,7 @@ def _wire(collective, n):
 
 
 def _tree_correction(s, proto, smooth=False):
-    """NCCL's tree correction of the bandwidth per size (tuning.cc 620-642): a step
+    """NCCL's tree correction of the bandwidth per size (tuning.cc 620-642 at v2.30.7-1): a step
     per power of two, as NCCL's tuner reads it. ``smooth=True`` (ours, for the
     run's time): the same table read linearly between the middles of its steps in
     log2(size), so a larger message never takes less time where a step rises."""
@@ -333,7 +333,7 @@ def _ring(collective, s, n, p, proto, kind, run=False):
             + n_inter * _inter_lat(p, "ring", proto, run)
     lat = np.full(s.shape, lat)
     if collective == "all_reduce" and proto == "Simple":
-        channels = max(1.0, 2 * p.nics)          # rings doubled (connect.cc line 460)
+        channels = max(1.0, 2 * p.nics)          # rings doubled (connect.cc line 460, v2.30.7-1)
         plateau = data.constant_view("ring_simple_plateau") if p.arch != "volta" else 1.9
         lat = np.where(s / (channels * n) >= 64, lat * plateau, lat)
     b = min(p.net_bw, p.nvlink_bw)
@@ -433,7 +433,7 @@ def tuner_tree_share(p, proto="Simple"):
 def _ring_ll128_share(p):
     """NCCL's ring LL128 busBw over the ring's Simple one across nodes:
     min(0.92, ``perChMaxRingLL128Bw`` / the channel's speed) (tuning.cc lines
-    328-329)."""
+    328-329 at v2.30.7-1)."""
     _ch, speed, _intra = _tuner_channels(p)
     return min(data.constant_view("protocol_factor")["ring_LL128"],
                _per_channel_cap(p, "ring_LL128") / speed)
@@ -486,7 +486,7 @@ def _collnet(s, n, p, kind, run=False):
     f = data.constant_view("protocol_factor")
     g = p.ranks_per_node
     algo = "collnet_direct" if p.nvswitch else "collnet_chain"
-    if p.nvswitch:      # tuning.cc 418-421: 0.4 us per extra local rank
+    if p.nvswitch:      # tuning.cc 418-421 (v2.30.7-1): 0.4 us per extra local rank
         lat = 2 * (min(1, g - 1) * _hw(kind, algo, "Simple") + (g - 1) * 0.4e-6)
     else:
         lat = 2 * (g - 1) * _hw(kind, algo, "Simple")
@@ -518,7 +518,7 @@ def candidates(collective, p, algorithm="auto"):
     """The (algorithm, protocol) pairs NCCL would consider across nodes.
 
     LL128 needs GPUDirect RDMA (NCCL enables it only up to a PXN/PXB path between
-    GPU and NIC, tuning.cc 518-536); NVLSTree needs NVLS and two or more ranks per
+    GPU and NIC, tuning.cc 518-536 at v2.30.7-1); NVLSTree needs NVLS and two or more ranks per
     node; CollNet needs SHARP in the switches.
     """
     if collective in ("alltoall", "sendrecv"):
@@ -604,7 +604,7 @@ def executed_time(collective, s, n, p, algo, proto):
     if algo == "ring":
         if p.nodes > 1:
             # NCCL's tuner charges every step of a ring across nodes at least the
-            # network post overhead (tuning.cc lines 404-410; 2 us on AMD x86 hosts,
+            # network post overhead (tuning.cc lines 404-410 at v2.30.7-1; 2 us on AMD x86 hosts,
             # 1 us otherwise, three times with Simple): ours to take it as a floor of
             # the run's steps inside a node too
             lat_in = max(lat_in, p.net_overhead_s * (3 if proto == "Simple" else 1))
@@ -614,7 +614,7 @@ def executed_time(collective, s, n, p, algo, proto):
             # LL forwards each line as its flag arrives and waits for credit only
             # NCCL_STEPS ahead: the ring runs as a dataflow (ring_dataflow_time); across
             # nodes LL carries at most NCCL's llMaxBw (its tuner's cap, tuning.cc line
-            # 327, read here as the rate LL reaches over the network: ours)
+            # 327 at v2.30.7-1, read here as the rate LL reaches over the network: ours)
             hops = [("intra", lat_in, p.nvlink_bw * share / nc_max),
                     ("net", lat_net, min(p.net_bw * share, _ll_max(p)) / nc_max)]
             ppn = int(round(p.ranks_per_node))
@@ -637,7 +637,7 @@ def executed_time(collective, s, n, p, algo, proto):
     # the chain sends each byte up and down over a GPU's links; a node sends and
     # receives the buffer _tree_factor times over its NICs
     # the tree streams at NCCL's own size-dependent tree efficiency (its tuner's
-    # treeCorrectionFactor, tuning.cc 620-627: measured by NCCL's authors, not us)
+    # treeCorrectionFactor, tuning.cc 620-627 at v2.30.7-1: measured by NCCL's authors, not us)
     corr = _tree_correction(s, proto, smooth=True)
     rate_in = p.nvlink_bw * share * corr / (2 * nc_max)
     rate_net = p.net_bw * share * corr / (_tree_factor(p) * nc_max)

@@ -180,6 +180,10 @@ def test_sequence_parallel_extra_time_is_stated_as_an_estimate():
     assert "calibrated on our 2x H200 runs" in near
     assert "no\n8-GPU run of ours checks them" in near or \
         "no 8-GPU run of ours checks them" in " ".join(near.split())
+    # every place the percentage appears says it is the model's estimate
+    for j in [m.start() for m in re.finditer(r"`tpc_comm_sp_extra_pct:\.0f`", prose)]:
+        around = " ".join(prose[max(0, j - 120):j + 800].split())
+        assert "estimate" in around, around
 
 
 def test_public_section_states_the_targets_and_the_middle_band():
