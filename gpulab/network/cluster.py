@@ -131,7 +131,8 @@ def _check_sharp(system, base, fabric, gdr):
                          "False, or give fabric='infiniband'")
     if not gdr:
         raise ValueError("sharp needs GPUDirect RDMA (the NCCL-SHARP plugin requires "
-                         "it); gdr=False cannot be combined with sharp=True")
+                         "it), and this network has none (gdr=False, given or because "
+                         "the node's cards do not allow it); sharp cannot be True")
 
 
 def scale_out(system, nodes, *, nics=None, fabric=None, sharp=None, gdr=None):
