@@ -7,6 +7,8 @@
 * ``lab_ui`` (session scope): the helpers that drive a notebook in that server: wait for its
   kernel to be idle, *Run → Run All Cells*, find a control of an explorer by its label and move
   it, shut the notebook's kernel down; and the JavaScript predicates they use.
+* ``scroll_images`` (session scope): scroll a built-book page through its images and wait,
+  bounded, for them to finish loading (test_book_html.py, test_page_weight.py).
 """
 from __future__ import annotations
 
@@ -155,6 +157,44 @@ def lab_ui():
         wait_for_kernel_idle=wait_for_kernel_idle, run_all=run_all, find_control=find_control,
         move=move, shut_down_kernel=shut_down_kernel, ALL_RUN_JS=ALL_RUN_JS,
         KERNEL_IDLE_JS=KERNEL_IDLE_JS, OUTPUT_PROBLEMS_JS=OUTPUT_PROBLEMS_JS)
+
+
+# Each image is scrolled into view from the page's own JavaScript, a timer apart. Playwright's
+# scroll_into_view_if_needed first waits for the element to be "stable" over two animation
+# frames; a headless page on a loaded machine can go on without rendering a frame, and
+# that wait then outlasts any timeout although nothing on the page moves (it failed a CI
+# run that way on a page whose images' boxes do not change once loaded). Timers always run.
+SCROLL_IMAGES_JS = r"""
+async (selector) => {
+  const imgs = Array.from(document.querySelectorAll(selector));
+  for (const img of imgs) {
+    img.scrollIntoView({block: "center"});
+    await new Promise(r => setTimeout(r, 25));
+  }
+  return imgs.length;
+}
+"""
+IMAGES_DONE_JS = "sel => Array.from(document.querySelectorAll(sel)).every(i => i.complete)"
+
+
+def scroll_images(page, selector: str = "main article img", timeout_ms: int = 30_000) -> int:
+    """Scroll ``page`` through every image matching ``selector`` (so lazily loaded ones are
+    fetched) and wait up to ``timeout_ms`` for all of them to be complete (loaded or
+    failed), polling on a timer; return how many images there are. An image still loading
+    after that is left for the caller's checks to report, not hidden here."""
+    n = page.evaluate(SCROLL_IMAGES_JS, selector)
+    try:
+        page.wait_for_function(IMAGES_DONE_JS, arg=selector, polling=100, timeout=timeout_ms)
+    except Exception as err:               # playwright's TimeoutError
+        if "Timeout" not in type(err).__name__:
+            raise
+    return n
+
+
+@pytest.fixture(scope="session", name="scroll_images")
+def _scroll_images_fixture():
+    """The :func:`scroll_images` helper, for the page-loading test modules."""
+    return scroll_images
 
 
 @pytest.fixture(scope="session")

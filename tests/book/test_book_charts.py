@@ -142,7 +142,9 @@ def test_chart_moves_to_the_precomputed_point(name, chart_pages, browser, site_u
     try:
         page.goto(f"{site_url}/{doc}", wait_until="load")
         el = page.locator(f"#gpulab-chart-{name}")
-        el.scroll_into_view_if_needed()
+        # scrolled from the page's JavaScript: Playwright's own scroll first waits for two
+        # rendered frames, which a headless page on a loaded machine may not produce
+        el.evaluate("e => e.scrollIntoView({block: 'center'})")
         page.wait_for_selector(f"#gpulab-chart-{name}[data-rendered='true']",
                                timeout=20_000)
         before = el.evaluate(READ_JS)

@@ -158,7 +158,7 @@ def _settle(page, timeout_ms=60_000):
 
 
 @pytest.fixture(scope="module")
-def visit(browser, site_url, make_offline, page_weights, record_sizes):
+def visit(browser, site_url, make_offline, page_weights, record_sizes, scroll_images):
     """Return a function doc -> PageReport; each page is loaded once per module (and the
     bytes it loaded are kept in ``page_weights`` for test_page_weight)."""
     cache: dict[str, PageReport] = {}
@@ -184,9 +184,7 @@ def visit(browser, site_url, make_offline, page_weights, record_sizes):
                 page.wait_for_selector(".jupyter-widgets", timeout=15_000)
             except Exception:
                 pass
-        # scroll through the page so lazily loaded images are fetched too
-        for img in page.locator("main article img").all():
-            img.scroll_into_view_if_needed()
+        scroll_images(page)       # so lazily loaded images are fetched too
         _settle(page)
         page.evaluate("window.scrollTo(0, 0)")
         data = page.evaluate(COLLECT_JS)
@@ -209,6 +207,32 @@ def visit(browser, site_url, make_offline, page_weights, record_sizes):
 # ---------------------------------------------------------------------------------------
 # Per-page checks
 # ---------------------------------------------------------------------------------------
+def test_scroll_images_fetches_an_image_far_below(browser, site_url, make_offline, html_dir,
+                                                  scroll_images):
+    """The page visits above rely on scroll_images to fetch lazily loaded images: a lazy
+    image 20,000 px down is not loaded before it and is loaded after it."""
+    src = sorted(html_dir.glob("_images/*.svg"))[0].name
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = make_offline(context.new_page())
+    try:
+        page.goto(f"{site_url}/{PAGES[0]}.html", wait_until="load")
+        page.evaluate("""src => {
+            const gap = document.createElement("div"); gap.style.height = "20000px";
+            const img = document.createElement("img");
+            img.className = "lazy-probe"; img.loading = "lazy"; img.src = src;
+            document.body.append(gap, img);
+        }""", f"{site_url}/_images/{src}")
+        page.wait_for_timeout(300)
+        state = "() => { const i = document.querySelector('img.lazy-probe');" \
+                " return [i.complete, i.naturalWidth]; }"
+        assert page.evaluate(state)[1] == 0, "the probe image loaded before any scrolling"
+        assert scroll_images(page, "img.lazy-probe") == 1
+        complete, width = page.evaluate(state)
+        assert complete and width > 0, "scroll_images did not get the lazy image loaded"
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("doc", PAGES)
 def test_page_loads_cleanly(visit, doc):
     r = visit(doc)

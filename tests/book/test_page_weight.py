@@ -89,7 +89,7 @@ async () => {
 
 
 @pytest.fixture(scope="module")
-def weigh(browser, site_url, make_offline, page_weights, record_sizes):
+def weigh(browser, site_url, make_offline, page_weights, record_sizes, scroll_images):
     """Return a function doc -> (bytes, {url: bytes}, page_errors); each page loaded once
     in the session (test_book_html's visits fill ``page_weights`` first)."""
     cache = page_weights
@@ -104,8 +104,7 @@ def weigh(browser, site_url, make_offline, page_weights, record_sizes):
         page.goto(f"{site_url}/{doc}.html", wait_until="load")
         page.wait_for_load_state("networkidle")
         page.evaluate(WAIT_READY_JS)
-        for img in page.locator("main article img").all():
-            img.scroll_into_view_if_needed()
+        scroll_images(page)
         page.wait_for_load_state("networkidle")
         page.close()
         assert not page.external_requests, f"{doc}: external requests {page.external_requests}"
