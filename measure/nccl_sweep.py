@@ -45,6 +45,16 @@ def placement(rank, gpus_per_host):
     return rank // gpus_per_host, rank % gpus_per_host
 
 
+def nccl_runtime_version():
+    """(major, minor, patch) of the NCCL library loaded in this process, from its
+    ncclGetVersion (torch.cuda.nccl.version() gives the headers torch was built with,
+    which a preloaded NCCL does not change). Call after importing torch."""
+    import ctypes
+    code = ctypes.c_int()
+    ctypes.CDLL("libnccl.so.2").ncclGetVersion(ctypes.byref(code))
+    return code.value // 10000, code.value % 10000 // 100, code.value % 100
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("-b", "--min-bytes", default="8")
@@ -70,9 +80,22 @@ def main(argv=None):
                         "GPUs over NVLink, between hosts through its network transport, "
                         "so a ring mixes both kinds of edge (two hosts on one GPU share it: "
                         "run under MPS)")
+    p.add_argument("--ranks-per-host", type=int, default=None, metavar="R",
+                   help="every rank on GPU 0, in hosts of R ranks (host r // R, its own "
+                        "NCCL_HOSTID): inside a host NCCL joins ranks that share the GPU "
+                        "with its P2P transport, between hosts through its network "
+                        "transport. Needs NCCL 2.30 or later with "
+                        "NCCL_MULTI_RANK_GPU_ENABLE=1 (older NCCL refuses two ranks of "
+                        "one host on one GPU); run under MPS")
     args = p.parse_args(argv)
-    if args.gpus_per_host is not None and (args.gpus_per_host < 1 or args.hosts_on_one_gpu):
-        p.error("--gpus-per-host must be >= 1 and cannot go with --hosts-on-one-gpu")
+    placements = [args.hosts_on_one_gpu, args.gpus_per_host is not None,
+                  args.ranks_per_host is not None]
+    if sum(placements) > 1:
+        p.error("--hosts-on-one-gpu, --gpus-per-host and --ranks-per-host exclude "
+                "each other")
+    for name in ("gpus_per_host", "ranks_per_host"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1")
 
     import torch
     import torch.distributed as dist
@@ -90,6 +113,13 @@ def main(argv=None):
     elif args.gpus_per_host is not None:
         host, local = placement(rank, args.gpus_per_host)
         os.environ["NCCL_HOSTID"] = f"node{host}"
+    elif args.ranks_per_host is not None:
+        version = nccl_runtime_version()
+        if args.ranks_per_host > 1 and version[:2] < (2, 30):
+            sys.exit(f"--ranks-per-host {args.ranks_per_host} needs NCCL 2.30 or later "
+                     f"(two ranks of one host on one GPU); this is {version}")
+        os.environ["NCCL_HOSTID"] = f"node{rank // args.ranks_per_host}"
+        local = 0
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
     n = world

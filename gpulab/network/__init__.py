@@ -7,7 +7,7 @@ GPUDirect RDMA), with presets in ``gpulab/data/network.yaml``. NCCL's own tuner
 and protocol, evaluated on the hardware's achieved rates) picks the algorithm and
 protocol, as NCCL does; the time of that pick is modelled from how NCCL runs it
 (:mod:`gpulab.network.execution`: channels used for the size, chunks and slices, a
-a ring's steps (LL as a dataflow, LL128 and Simple in lockstep), a tree's pipeline,
+a ring's steps as a dataflow (every protocol; our mixed-ring run decided it), a tree's pipeline,
 steps in flight per network hop).
 :mod:`gpulab.collectives` delegates to it whenever ranks span nodes.
 
@@ -88,6 +88,8 @@ from .model import (  # noqa: F401
 )
 from .loopback import (  # noqa: F401
     LOOPBACK_CHANNELS, LOOPBACK_RUN, LoopbackCheck, fit_step_latency, loopback_check, loopback_sweeps)
+from .mixed_ring import (  # noqa: F401
+    MIXED_RING_RUN, MixedRingCheck, mixed_ring_check, mixed_ring_sweeps)
 from .public import (  # noqa: F401
     ANOMALY_FACTOR, BANDS, POINT_TARGET, cluster_of, nonmonotone, predicted, public_errors,
     public_results, run_anomalies)
@@ -101,4 +103,5 @@ __all__ = [
     "NET_ALGORITHMS", "PROTOCOLS", "tuner_tree_share", "LOOPBACK_RUN", "LOOPBACK_CHANNELS",
     "LoopbackCheck",
     "fit_step_latency", "loopback_check", "loopback_sweeps",
+    "MIXED_RING_RUN", "MixedRingCheck", "mixed_ring_check", "mixed_ring_sweeps",
 ]

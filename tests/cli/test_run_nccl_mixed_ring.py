@@ -49,3 +49,62 @@ def test_placement_puts_hosts_on_the_first_gpus(monkeypatch):
     assert [mod.placement(r, 2) for r in range(8)] == \
         [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1), (3, 0), (3, 1)]
     assert [mod.placement(r, 1) for r in range(3)] == [(0, 0), (1, 0), (2, 0)]
+
+
+def test_one_gpu_mode_builds_nccl_and_puts_hosts_of_r_ranks_on_gpu_0(tmp_path):
+    import tarfile
+
+    from tests.cli.packed_script import TORCHRUN, run_packed, standin_env
+
+    src = tmp_path / "nccl.tar.gz"
+    (tmp_path / "srcdir").mkdir()
+    (tmp_path / "srcdir" / "Makefile").write_text("")
+    with tarfile.open(src, "w:gz") as tar:
+        tar.add(tmp_path / "srcdir" / "Makefile", arcname="Makefile")
+    prefix = tmp_path / "nccl"
+    # make's stand-in records its arguments and leaves a library where NCCL's would be
+    make = ("#!/bin/bash\nb=''; for a in \"$@\"; do case $a in BUILDDIR=*) b=${a#BUILDDIR=};; "
+            "esac; done\nmkdir -p \"$b/lib\"; echo \"$@\" > \"$b/make_args\"; "
+            "touch \"$b/lib/libnccl.so.2\"\n")
+    env, out = standin_env(
+        tmp_path, {"torchrun": TORCHRUN, "nvidia-smi": "#!/bin/bash\necho H200\n",
+                   "nvidia-cuda-mps-control": "#!/bin/bash\ncat >/dev/null\n",
+                   "make": make, "nvcc": "#!/bin/bash\n"},
+        ("NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_DEBUG", "G", "REPS"),
+        CUDA_MPS_PIPE_DIRECTORY=str(tmp_path / "mps"),
+        CUDA_MPS_LOG_DIRECTORY=str(tmp_path / "mpslog"),
+        R="2", NCCL_SRC=str(src), NCCL_PREFIX=str(prefix))
+    raw = tmp_path / "raw"
+    run_packed(SCRIPT, (), env, out, "nccl_mixed_ring.tgz", raw)
+    args = (prefix / "make_args").read_text()
+    assert "src.build" in args and "arch=compute_90,code=sm_90" in args
+    assert "ONLY_FUNCS=AllGather * *|" in args
+    got = {p.stem: p.read_text() for p in raw.glob("*.csv")}
+    want = {"log_mixed_4"}
+    for r in (1, 2):
+        for p in ("LL", "LL128", "Simple"):
+            want |= {f"intra_{p}_r{r}", f"net_{p}_r{r}", f"mixed_{p}_4_r{r}",
+                     f"mixed_{p}_8_r{r}", f"net_{p}_4_r{r}", f"net_{p}_8_r{r}"}
+    assert set(got) == want
+    assert "--nproc_per_node 2 measure/nccl_sweep.py --ranks-per-host 2" \
+        in got["intra_LL_r1"]
+    assert "--nproc_per_node 8 measure/nccl_sweep.py --ranks-per-host 2" \
+        in got["mixed_Simple_8_r2"]
+    assert "--nproc_per_node 8 measure/nccl_sweep.py --hosts-on-one-gpu" \
+        in got["net_LL128_8_r1"]
+    envtxt = (raw / "env.txt").read_text()
+    assert "G=2 R=2" in envtxt and "NCCL built in" in envtxt
+
+
+def test_ranks_per_host_is_checked(monkeypatch):
+    spec = importlib.util.spec_from_file_location("nccl_sweep",
+                                                  ROOT / "measure" / "nccl_sweep.py")
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", os.environ.get("NCCL_NVLS_ENABLE", "1"))
+    spec.loader.exec_module(mod)
+    import pytest
+    for bad in (["--ranks-per-host", "0"], ["--ranks-per-host", "2", "--hosts-on-one-gpu"],
+                ["--ranks-per-host", "2", "--gpus-per-host", "2"]):
+        with pytest.raises(SystemExit) as err:
+            mod.main(bad)
+        assert err.value.code == 2

@@ -6,8 +6,9 @@ from bad_values import CHOICE, INT, NONNEG, POS, Case
 from gpulab import network as net
 from gpulab.network import execution as ex
 from gpulab.network import loopback as lb
+from gpulab.network import mixed_ring as mr
 
-MODULES = (net, ex, lb)
+MODULES = (net, ex, lb, mr)
 NO_ARGS = {net.public_results, net.fabric_names, net.nccl_version,
            net.run_anomalies}
 _RUN_BAD = [None, 3, True, "", "no-such-run", "../raw", ["x"]]
@@ -36,6 +37,11 @@ CASES = [
                               "run": net.LOOPBACK_RUN},
          {"fit_ranks": _RANKS_BAD + [(2,), (4, 4)],
           "small_bytes": [0, 4, 65536, float("nan"), "8", None, True, [8192]],
+          "run": _RUN_BAD}),
+    Case(net.mixed_ring_sweeps, {"run": net.MIXED_RING_RUN, "call": "a"},
+         {"run": _RUN_BAD, "call": ["c", "A", 1, True, ["a"]]}),
+    Case(net.mixed_ring_check, {"small_bytes": 2048, "run": net.MIXED_RING_RUN},
+         {"small_bytes": [0, 8, 16384, float("nan"), "8", None, True, [2048]],
           "run": _RUN_BAD}),
     Case(net.public_errors, {"system": "aws-p5", "nodes": 2},
          {"system": [3, True, "", "no-such-preset", "AWS-P5", ["aws-p5"]],

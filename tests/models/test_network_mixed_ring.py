@@ -1,0 +1,68 @@
+"""A ring of NCCL hosts sharing one GPU: lockstep or dataflow, from our recorded run."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpulab import network
+from gpulab.network import execution
+
+
+def test_sweeps_pool_the_calls_and_hold_every_ring():
+    sw = network.mixed_ring_sweeps()
+    for p in ("LL", "LL128", "Simple"):
+        for coll in ("all_gather", "all_reduce"):
+            assert ("intra", p, 2, coll) in sw
+            for n in (2, 4, 8):
+                assert ("net", p, n, coll) in sw
+            for n in (4, 8):
+                assert ("mixed", p, n, coll) in sw
+    a, b = network.mixed_ring_sweeps(call="a"), network.mixed_ring_sweeps(call="b")
+    key = ("mixed", "LL", 4, "all_reduce")
+    assert len(sw[key][8]) == len(a[key][8]) + len(b[key][8]) == 3
+    assert all(t > 0 for v in sw.values() for ts in v.values() for t in ts)
+
+
+def test_a_homogeneous_ring_is_the_same_in_both_forms():
+    # the oracle behind the ratio: with one kind of edge, lockstep and dataflow agree,
+    # so an all-network ring is the lockstep time of the mixed ring with its slow edge
+    hops = [("net", 20e-6, 1e15), ("intra", 3e-6, 1e15)]
+    for n, steps in ((4, 3), (4, 6), (8, 14)):
+        lock = execution.ring_time(8, 1, n, steps, "Simple", [hops[0]])
+        flow = execution.ring_dataflow_time(8, 1, n, 1, steps, "Simple", [hops[0]])
+        assert float(flow) == pytest.approx(float(lock))
+        # mixed: lockstep still pays the network edge at every step; the dataflow less
+        assert float(execution.ring_time(8, 1, n, steps, "Simple", hops)) == \
+            pytest.approx(float(lock))
+        assert float(execution.ring_dataflow_time(8, 1, n, 2, steps, "Simple", hops)) \
+            < 0.8 * float(lock)
+
+
+def test_the_rings_of_four_ranks_run_as_a_dataflow():
+    c = network.mixed_ring_check()
+    rows = [r for r in c.rows if not r["crowded"]]
+    assert len(rows) == 6
+    for r in rows:
+        # lockstep would take the all-network ring's time (ratio 1)
+        assert r["ratio"] < 0.8, r
+        assert abs(r["ratio"] - r["dataflow_ratio"]) < abs(r["ratio"] - 1), r
+    # the fits: a network step of tens of microseconds, a P2P step of a few
+    for p in c.net_step_s:
+        assert 10e-6 < c.net_step_s[p] < 60e-6
+        assert 0 <= c.intra_step_s[p] < 10e-6
+    s = c.summary(include_crowded=False)
+    assert s["median_dataflow_error"] == pytest.approx(
+        np.median([r["dataflow_error"] for r in rows]))
+    assert abs(s["median_dataflow_error"]) < 0.25 < s["median_lockstep_error"]
+
+
+def test_crowded_rings_are_marked_and_summarised_apart():
+    c = network.mixed_ring_check()
+    assert {r["n_ranks"] for r in c.rows if r["crowded"]} == {8}
+    assert c.summary()["rings"] == 12 and c.summary(include_crowded=False)["rings"] == 6
+
+
+def test_small_bytes_selects_the_sizes_read():
+    wide, narrow = network.mixed_ring_check(8192), network.mixed_ring_check(64)
+    assert wide.small_bytes == 8192 and narrow.small_bytes == 64
+    assert [r["measured_s"] for r in wide.rows] != [r["measured_s"] for r in narrow.rows]
