@@ -1,6 +1,7 @@
 #!/bin/bash
 # Lockstep or dataflow: how an LL128 or Simple ring that mixes NVLink and network edges runs.
-# Needs a machine of two GPUs or more (not run yet: only one-GPU machines were available).
+# With G=2 it needs a machine of two GPUs or more (not run yet: only one-GPU machines were
+# available); with R=2 (below) it runs on one GPU and ran there on 2026-12-04.
 # Hosts of G ranks share the machine's first G GPUs, each host with its own NCCL_HOSTID
 # (measure/nccl_sweep.py --gpus-per-host G), so inside a host NCCL joins its ranks over
 # NVLink and between hosts through its network transport (sockets over loopback without an

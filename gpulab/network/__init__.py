@@ -7,7 +7,8 @@ GPUDirect RDMA), with presets in ``gpulab/data/network.yaml``. NCCL's own tuner
 and protocol, evaluated on the hardware's achieved rates) picks the algorithm and
 protocol, as NCCL does; the time of that pick is modelled from how NCCL runs it
 (:mod:`gpulab.network.execution`: channels used for the size, chunks and slices, a
-a ring's steps as a dataflow (every protocol; our mixed-ring run decided it), a tree's pipeline,
+a ring's steps (LL as a dataflow; LL128 and Simple in lockstep, a stand-in: our mixed-ring
+run, :func:`mixed_ring_check`, found small calls running as a dataflow), a tree's pipeline,
 steps in flight per network hop).
 :mod:`gpulab.collectives` delegates to it whenever ranks span nodes.
 

@@ -27,7 +27,12 @@ module models that run from NCCL's own mechanics (NCCL 2.30.7, file and line in
    waits for credit only ``NCCL_STEPS`` steps ahead (``prims_ll.h``), so it runs as a
    dataflow (:func:`ring_dataflow_time`): a small call pays the latencies along the
    chain of its pieces, each network crossing once. LL128 and Simple rings are
-   modelled in lockstep (:func:`ring_time`), every step paced by the slowest edge.
+   modelled in lockstep (:func:`ring_time`), every step paced by the slowest edge: a
+   stand-in. Our 1x H200 run of rings of NCCL hosts sharing one GPU
+   (:func:`gpulab.network.mixed_ring_check`) found their small calls running as a
+   dataflow too, so lockstep overcharges them; it is kept because in the middle
+   band public RoCE, EFA and InfiniBand rings run slower than the dataflow form
+   predicts, a per-step network cost that neither form has.
 
 The model's time for one call:
 
@@ -302,9 +307,11 @@ def ring_time(message_bytes, channels, n_ranks, steps, protocol, hops, max_chunk
     Every rank sends from the first step on, so a ring has no fill: each step waits
     for the neighbour's piece, and every edge of the ring is busy in every step, so
     the slowest edge sets the period of a step (ours; the network model uses it for
-    LL128 and Simple, and :func:`ring_dataflow_time` for LL: run as a dataflow,
-    LL128 and Simple left public two-node runs between 64 KiB and 1 GiB faster than the
-    model's, 15 of 23 source groups within target instead of 16, so a per-step
+    LL128 and Simple, and :func:`ring_dataflow_time` for LL. Our mixed-ring run,
+    :func:`gpulab.network.mixed_ring_check`, found small LL128 and Simple calls
+    running as a dataflow, so this form overcharges them; run as a dataflow, LL128
+    and Simple left public two-node runs between 64 KiB and 1 GiB faster than the
+    model's, 19 of 32 source groups within target instead of 22, so a per-step
     network cost is missing there and the lockstep's latency at every step stands in
     for it):
 

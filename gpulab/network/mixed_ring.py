@@ -29,6 +29,12 @@ all_reduce's two steps less its all_gather's one); the mixed rings are never fit
 At 8 ranks, 8 processes spin on one GPU and 16 vCPUs: those points are marked
 ``crowded``.
 
+From 64 KiB (:attr:`MixedRingCheck.mid_rows`) a piece's transfer counts: one channel's
+network rate is fitted on the all-network 2-rank all_gather of the largest size (as
+:func:`gpulab.network.loopback_check` does), the P2P edge is taken as free, NCCL's 2
+channels are shared out by :func:`~gpulab.network.execution.channels_used`, and both
+forms predict every mixed ring's mid sizes, again never fitted.
+
 This is NCCL's own ring machinery on both kinds of edge, not NVLink and not a real
 fabric; what it decides is the form, not the size of any constant.
 """
@@ -42,7 +48,7 @@ import numpy as np
 
 from .. import measurements
 from .._validate import as_number
-from .execution import ring_dataflow_time, ring_time
+from .execution import channels_used, ring_dataflow_time, ring_time
 from .loopback import fit_step_latency, ring_steps
 
 __all__ = ["MIXED_RING_RUN", "MIXED_RING_PROTOCOLS", "MIXED_RING_RANKS",
@@ -55,6 +61,9 @@ MIXED_RING_PROTOCOLS = ("LL", "LL128", "Simple")
 MIXED_RING_RANKS = (4, 8)
 _RANKS_PER_HOST = 2
 _COLLECTIVES = ("all_gather", "all_reduce")
+#: The channels NCCL opened in the run (``a_nccl_log_mixed_4.txt``: "2 coll channels").
+_CHANNELS = 2
+_MID = 65536
 #: The CSV files of the run (two device calls, ``a_`` and ``b_``; ``r1``/``r2`` are the
 #: script's repetitions). Where a sweep of a call is missing, it hung or failed there
 #: (``a_env.txt``, ``b_env.txt``).
@@ -135,6 +144,14 @@ class MixedRingCheck:
         (form / measured - 1), ``closer`` (``"dataflow"`` or ``"lockstep"``),
         ``repeats`` and ``crowded`` (8 ranks on one GPU).
     small_bytes : float
+    net_rate : dict
+        Per protocol: one channel's network rate [B/s, per direction], fitted on the
+        all-network 2-rank all_gather of the run's largest size.
+    mid_rows : list of dict
+        One per protocol, collective, ranks and size from 64 KiB of a mixed ring:
+        ``measured_s`` (median over the repeats), ``lockstep_s``, ``dataflow_s``,
+        ``lockstep_error`` and ``dataflow_error`` (form / measured - 1) and
+        ``crowded``.
     """
 
     base_s: dict
@@ -142,6 +159,18 @@ class MixedRingCheck:
     intra_step_s: dict
     rows: list
     small_bytes: float
+    net_rate: dict
+    mid_rows: list
+
+    def mid_summary(self, include_crowded=False):
+        """Per form, the median and the range of its time errors over :attr:`mid_rows`:
+        ``{"points", "dataflow": (median, lo, hi), "lockstep": (median, lo, hi)}``."""
+        rows = [r for r in self.mid_rows if include_crowded or not r["crowded"]]
+        out = {"points": len(rows)}
+        for form in ("dataflow", "lockstep"):
+            e = [r[f"{form}_error"] for r in rows]
+            out[form] = (float(np.median(e)), float(min(e)), float(max(e)))
+        return out
 
     def summary(self, include_crowded=True):
         """How many rings ran below ``ratio`` 0.85, how many ratios sit closer to the
@@ -227,4 +256,30 @@ def mixed_ring_check(small_bytes=2048, run=MIXED_RING_RUN):
                     "closer": "dataflow" if abs(np.log(flow / t)) <= abs(np.log(lock / t))
                     else "lockstep",
                     "repeats": reps, "crowded": n == 8})
-    return MixedRingCheck(base, net_step, intra_step, rows, small)
+    rate, mid = {}, []
+    for p in MIXED_RING_PROTOCOLS:
+        table = sw["net", p, 2, "all_gather"]
+        big = max(table)
+        stream = float(np.median(table[big])) - base[p] - net_step[p]
+        if stream <= 0:
+            raise ValueError(f"run: {run} gives no streaming time for {p} at {big} B")
+        rate[p] = big / 2 / _CHANNELS / stream             # each rank sends S/2
+        hops = [("intra", intra_step[p], huge), ("net", net_step[p], rate[p])]
+        for n in MIXED_RING_RANKS:
+            for coll in _COLLECTIVES:
+                table = sw["mixed", p, n, coll]
+                sizes = np.array(sorted(x for x in table if x >= _MID), dtype=float)
+                k = channels_used(sizes, _CHANNELS, p, n)
+                st = ring_steps(coll, n)
+                lock = base[p] + ring_time(sizes, k, n, st, p, hops)
+                flow = base[p] + ring_dataflow_time(sizes, k, n, _RANKS_PER_HOST, st, p,
+                                                    hops)
+                for i, size in enumerate(sizes):
+                    t = float(np.median(table[int(size)]))
+                    mid.append({"protocol": p, "collective": coll, "n_ranks": n,
+                                "size_bytes": int(size), "measured_s": t,
+                                "lockstep_s": float(lock[i]), "dataflow_s": float(flow[i]),
+                                "lockstep_error": float(lock[i]) / t - 1,
+                                "dataflow_error": float(flow[i]) / t - 1,
+                                "crowded": n == 8})
+    return MixedRingCheck(base, net_step, intra_step, rows, small, rate, mid)

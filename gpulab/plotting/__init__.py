@@ -92,6 +92,7 @@ from .network import (  # noqa: F401
     plot_ep_alltoall,
     PROTOCOL_COLORS,
     plot_step_latency,
+    plot_mixed_ring,
 )
 from .inference import (  # noqa: F401
     plot_decode_layers,
@@ -158,6 +159,7 @@ __all__ = [
     "plot_ep_alltoall",
     "PROTOCOL_COLORS",
     "plot_step_latency",
+    "plot_mixed_ring",
     "plot_decode_layers",
     "plot_allreduce_sizes",
     "plot_tpot_breakdown",

@@ -300,3 +300,58 @@ def plot_step_latency(points, fits, *, ax=None):
     ax.set_ylabel("Time of one call [µs]")
     ax.legend(loc="upper left", fontsize=8)
     return ax
+
+
+def plot_mixed_ring(rows, *, ax=None):
+    """Small calls of rings that mix two kinds of edge, as a share of the all-network
+    ring's time: measured against the dataflow's share and lockstep's 1.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        As :attr:`gpulab.network.MixedRingCheck.rows`: ``protocol``, ``collective``
+        (``"all_gather"`` or ``"all_reduce"``), ``n_ranks``, ``ratio`` (measured),
+        ``dataflow_ratio`` and ``crowded`` (a cross instead of a dot).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    pts = list(rows) if not isinstance(rows, (str, bytes, dict)) else None
+    need = {"protocol", "collective", "n_ranks", "ratio", "dataflow_ratio", "crowded"}
+    if not pts or any(not isinstance(r, dict) or not need <= set(r) for r in pts):
+        raise ValueError(f"rows must be dicts with {sorted(need)}; got {rows!r}")
+    for r in pts:
+        check_choice("protocol", r["protocol"], PROTOCOL_COLORS)
+        check_choice("collective", r["collective"], ("all_gather", "all_reduce"))
+        for k in ("ratio", "dataflow_ratio"):
+            v = r[k]
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool)
+                    and np.isfinite(v) and v > 0):
+                raise ValueError(f"rows need {k} > 0; got {r!r}")
+    ax = new_axes(ax)
+    ticks, labels = [], []
+    for i, r in enumerate(pts):
+        x = i + 0.6 * list(PROTOCOL_COLORS).index(r["protocol"])
+        c = PROTOCOL_COLORS[r["protocol"]]
+        ax.plot([x - 0.3, x + 0.3], [r["dataflow_ratio"]] * 2, "-", color=c, lw=2.5,
+                alpha=0.55)
+        ax.plot(x, r["ratio"], "x" if r["crowded"] else "o", color=c, ms=7, mew=1.6)
+        ticks.append(x)
+        labels.append(f"{'AG' if r['collective'] == 'all_gather' else 'AR'} {r['n_ranks']}")
+    ax.axhline(1.0, color=COLORS["model"], ls="--", lw=1.2)
+    ax.set_xticks(ticks)
+    ax.set_xticklabels(labels, fontsize=8)
+    for proto in dict.fromkeys(r["protocol"] for r in pts):
+        ax.plot([], [], "o", color=PROTOCOL_COLORS[proto], ms=7, label=f"{proto}: measured")
+    ax.plot([], [], "-", color=COLORS["model"], lw=2.5, alpha=0.55,
+            label="dataflow (model form)")
+    ax.plot([], [], "--", color=COLORS["model"], lw=1.2, label="lockstep (model form)")
+    ax.plot([], [], "x", color=COLORS["model"], ms=7, mew=1.6, label="8 ranks (crowded host)")
+    top = max(max(r["ratio"], r["dataflow_ratio"]) for r in pts)
+    ax.set_ylim(0, max(1.25, top * 1.1) + 0.45)
+    ax.set_xlim(min(ticks) - 0.8, max(ticks) + 0.8)
+    ax.set_xlabel("Ring: all_gather (AG) or all_reduce (AR), ranks [count]")
+    ax.set_ylabel("Mixed ring / all-network ring [ratio]")
+    ax.legend(loc="upper left", fontsize=8, ncol=3)
+    return ax

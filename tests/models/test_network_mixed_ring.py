@@ -66,3 +66,19 @@ def test_small_bytes_selects_the_sizes_read():
     wide, narrow = network.mixed_ring_check(8192), network.mixed_ring_check(64)
     assert wide.small_bytes == 8192 and narrow.small_bytes == 64
     assert [r["measured_s"] for r in wide.rows] != [r["measured_s"] for r in narrow.rows]
+
+
+def test_mid_sizes_are_predicted_from_other_rings_in_both_forms():
+    c = network.mixed_ring_check()
+    assert set(c.net_rate) == {"LL", "LL128", "Simple"}
+    assert all(0.1e9 < r < 10e9 for r in c.net_rate.values())
+    assert c.mid_rows and all(r["size_bytes"] >= 65536 for r in c.mid_rows)
+    for r in c.mid_rows:
+        # the dataflow never takes longer than lockstep (up to whole steps)
+        assert r["dataflow_s"] <= r["lockstep_s"] * (1 + 1e-9)
+        assert r["dataflow_error"] == pytest.approx(r["dataflow_s"] / r["measured_s"] - 1)
+    s = c.mid_summary()
+    assert s["points"] == sum(not r["crowded"] for r in c.mid_rows)
+    e = sorted(r["dataflow_error"] for r in c.mid_rows if not r["crowded"])
+    assert s["dataflow"] == pytest.approx((float(np.median(e)), e[0], e[-1]))
+    assert c.mid_summary(include_crowded=True)["points"] == len(c.mid_rows)

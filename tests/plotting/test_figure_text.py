@@ -1296,6 +1296,12 @@ def _so_net_steps():
                                ).figure
 
 
+@book("scale_out:fig-so-mixed-ring", "plot_mixed_ring")
+def _so_mixed_ring():
+    from gpulab import network
+    return P.plot_mixed_ring(network.mixed_ring_check().rows).figure
+
+
 @book("scale_out:fig-so-ep", "plot_ep_alltoall")
 def _so_ep():
     from gpulab import network

@@ -165,6 +165,11 @@ CALLS.update({
                    {"protocol": "Simple", "steps": 14, "time_s": 560e-6,
                     "fitted": False, "crowded": True}],
         "fits": {"LL": (5e-6, 25e-6), "Simple": (18e-6, 33e-6)}},
+    "plot_mixed_ring": lambda: {
+        "rows": [{"protocol": "LL", "collective": "all_gather", "n_ranks": 4,
+                  "ratio": 0.65, "dataflow_ratio": 0.7, "crowded": False},
+                 {"protocol": "Simple", "collective": "all_reduce", "n_ranks": 8,
+                  "ratio": 1.2, "dataflow_ratio": 0.6, "crowded": True}]},
 })
 # Chapter 7: parallel strategies
 CALLS.update({
@@ -595,6 +600,29 @@ def test_plot_step_latency_values_and_bad_input():
                                   "fitted": True, "crowded": False}]}, "points")]:
         with pytest.raises(ValueError, match=msg):
             plot_step_latency(**{**args, **kw})
+
+
+def test_plot_mixed_ring_values_and_bad_input():
+    from gpulab.plotting import PROTOCOL_COLORS, plot_mixed_ring
+    args = CALLS["plot_mixed_ring"]()
+    ax = plot_mixed_ring(**args)
+    dash, dot = ax.lines[0], ax.lines[1]
+    assert list(dash.get_ydata()) == pytest.approx([0.7, 0.7])     # the dataflow's share
+    assert list(dot.get_ydata()) == pytest.approx([0.65]) and dot.get_marker() == "o"
+    assert ax.lines[3].get_marker() == "x"                          # crowded: a cross
+    assert ax.lines[3].get_color() == PROTOCOL_COLORS["Simple"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["AG 4", "AR 8"]
+    assert any(list(ln.get_ydata()) == [1.0, 1.0] for ln in ax.lines)   # lockstep's 1
+    assert ax.get_ylim()[1] > 1.2
+    row = args["rows"][0]
+    for kw, msg in [({"rows": []}, "rows"), ({"rows": "x"}, "rows"),
+                    ({"rows": [{**row, "protocol": "ll"}]}, "protocol"),
+                    ({"rows": [{**row, "collective": "alltoall"}]}, "collective"),
+                    ({"rows": [{**row, "ratio": 0.0}]}, "ratio"),
+                    ({"rows": [{**row, "dataflow_ratio": float("nan")}]}, "dataflow_ratio"),
+                    ({"rows": [{k: v for k, v in row.items() if k != "crowded"}]}, "rows")]:
+        with pytest.raises(ValueError, match=msg):
+            plot_mixed_ring(**{**args, **kw})
 
 
 def test_plot_busbw_vs_nodes_values_and_bad_input():
