@@ -78,6 +78,7 @@ from .cluster import CLUSTER_PRESETS, cluster_preset, scale_out  # noqa: F401
 from .model import (  # noqa: F401
     BUSBW_OPS,
     NET_ALGORITHMS,
+    RING_FORMS,
     NetworkPath,
     algorithm_table,
     busbw_factor,
@@ -101,7 +102,7 @@ __all__ = [
     "public_errors", "BANDS", "POINT_TARGET", "ANOMALY_FACTOR", "nonmonotone",
     "run_anomalies", "fabric", "fabric_names", "Fabric", "topology",
     "parse_nics", "nccl_constant", "nccl_version", "busbw_factor", "BUSBW_OPS",
-    "NET_ALGORITHMS", "PROTOCOLS", "tuner_tree_share", "LOOPBACK_RUN", "LOOPBACK_CHANNELS",
+    "NET_ALGORITHMS", "RING_FORMS", "PROTOCOLS", "tuner_tree_share", "LOOPBACK_RUN", "LOOPBACK_CHANNELS",
     "LoopbackCheck",
     "fit_step_latency", "loopback_check", "loopback_sweeps",
     "MIXED_RING_RUN", "MixedRingCheck", "mixed_ring_check", "mixed_ring_sweeps",

@@ -309,11 +309,11 @@ def ring_time(message_bytes, channels, n_ranks, steps, protocol, hops, max_chunk
     the slowest edge sets the period of a step (ours; the network model uses it for
     LL128 and Simple, and :func:`ring_dataflow_time` for LL. Our mixed-ring run,
     :func:`gpulab.network.mixed_ring_check`, found small LL128 and Simple calls
-    running as a dataflow, so this form overcharges them; run as a dataflow, LL128
-    and Simple left public two-node runs between 64 KiB and 1 GiB faster than the
-    model's, 19 of 32 source groups within target instead of 22, so a per-step
-    network cost is missing there and the lockstep's latency at every step stands in
-    for it):
+    running as a dataflow, so this form overcharges them; run as a dataflow
+    (``network.public_errors(ring_form="dataflow")``), LL128 and Simple leave fewer
+    public multi-node source groups between 64 KiB and 1 GiB within target than
+    this form, faster than measured, so a per-step network cost is missing there
+    and the lockstep's latency at every step stands in for it):
 
     .. math::
 

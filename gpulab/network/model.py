@@ -38,6 +38,9 @@ BUSBW_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"
 #: Algorithms across nodes (NCCL's names, lower case); ``direct``: point-to-point
 #: (alltoall, sendrecv), outside NCCL's tuner.
 NET_ALGORITHMS = ("ring", "tree", "nvlstree", "collnet", "direct")
+#: How an LL128 or Simple ring across nodes runs (:func:`collective_times`): the model's
+#: lockstep stand-in, or the dataflow variant.
+RING_FORMS = ("lockstep", "dataflow")
 _ARCH = {2: "volta", 3: "ampere", 4: "hopper", 5: "blackwell"}
 
 
@@ -587,11 +590,12 @@ def _proto_rate(proto):
     return {"LL": f["ring_LL"], "LL128": f["ring_LL128"], "Simple": 1.0}[proto]
 
 
-def executed_time(collective, s, n, p, algo, proto):
+def executed_time(collective, s, n, p, algo, proto, ring_form="lockstep"):
     """Time of the (algorithm, protocol) NCCL chose, as it runs: channels used for
     the size, pieces and the pipeline over the path's hops
     (:mod:`gpulab.network.execution`): ring, tree and NVLSTree; CollNet and the
-    point-to-point calls keep the form of the tuner's estimate. [s]"""
+    point-to-point calls keep the form of the tuner's estimate. ``ring_form``: see
+    :func:`collective_times`. [s]"""
     if algo == "nvlstree":
         return _nvlstree_executed(s, p)
     if algo not in ("ring", "tree") or collective not in (
@@ -628,6 +632,14 @@ def executed_time(collective, s, n, p, algo, proto):
         step = _simple_step(p) if proto == "Simple" else None
         chunk = None if step is None else step * execution.mechanic(
             "buffers/chunk_slice_steps")["all_reduce"]["chunkSteps"]
+        ppn = int(round(p.ranks_per_node))
+        if ring_form == "dataflow" and ppn >= 1 and n % ppn == 0:
+            # the variant: LL128 and Simple as the dataflow our mixed-ring run found
+            # for their small calls (network.mixed_ring_check)
+            return _base("ring", proto) + execution.ring_dataflow_time(
+                s, nc, n, ppn, steps, proto, hops, max_chunk=chunk)
+        # the model: lockstep, a stand-in for a per-step network cost of the middle
+        # band that the dataflow form lacks (it overcharges small calls)
         return _base("ring", proto) + execution.ring_time(s, nc, n, steps, proto, hops,
                                                            max_chunk=chunk)
     nc = execution.channels_used(s, nc_max, proto, n, "tree")
@@ -693,7 +705,8 @@ def _one(collective, s, n, p, algo, proto, run=False):
 
 @finite_answer
 def collective_times(collective, message_bytes, n_ranks, system, *, algorithm="auto",
-                     protocol="auto", nvls=True, host_time=0.0, placement="ordered"):
+                     protocol="auto", nvls=True, host_time=0.0, placement="ordered",
+                     ring_form="lockstep"):
     """Times of a collective across nodes, as NCCL's tuner would run it.
 
     Parameters
@@ -716,6 +729,12 @@ def collective_times(collective, message_bytes, n_ranks, system, *, algorithm="a
         Beyond one leaf group of an oversubscribed fat tree: ``ordered`` (a
         job's nodes in order, so only the edges between groups use the uplinks)
         or ``worst`` (every node's bandwidth divided by the oversubscription).
+    ring_form : {"lockstep", "dataflow"}
+        How an LL128 or Simple ring across nodes runs: ``lockstep`` (the model, every
+        step paced by the slowest edge: a stand-in that overcharges small calls) or
+        ``dataflow`` (a variant: each piece pays the edges it crosses, as
+        :func:`gpulab.network.mixed_ring_check` found for small calls). LL rings run
+        as a dataflow in both.
 
     Returns
     -------
@@ -739,6 +758,7 @@ def collective_times(collective, message_bytes, n_ranks, system, *, algorithm="a
     check_choice("protocol", protocol, ("auto",) + data.PROTOCOLS)
     if not isinstance(nvls, (bool, np.bool_)):
         raise ValueError(f"nvls must be True or False; got {nvls!r}")
+    check_choice("ring_form", ring_form, RING_FORMS)
     s = np.atleast_1d(as_number("message_bytes", message_bytes, low=0,
                                 low_inclusive=False, max_ndim=1)).astype(float)
     p = network_path(system, n, nvls=bool(nvls), placement=placement)
@@ -761,7 +781,7 @@ def collective_times(collective, message_bytes, n_ranks, system, *, algorithm="a
     for i, (a, pr) in enumerate(pairs):     # each pair's run only where it is picked
         where = best == i
         if where.any():
-            run[where] = executed_time(collective, s[where], n, p, a, pr)
+            run[where] = executed_time(collective, s[where], n, p, a, pr, ring_form)
     return {"time": np.maximum(host_time, run),
             "estimate": est[best, idx],
             "algorithm": np.array([pairs[i][0] for i in best]),

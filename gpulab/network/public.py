@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import systems
-from .._validate import as_number, check_int
+from .._validate import as_number, check_choice, check_int
 from .cluster import CLUSTER_PRESETS, scale_out
 from .data import parse_nics
-from .model import busbw_factor, collective_times
+from .model import RING_FORMS, busbw_factor, collective_times
 
 _CSV = Path(__file__).resolve().parents[1] / "data" / "measurements" / \
     "public_multinode.csv"
@@ -160,7 +160,7 @@ def cluster_of(row):
     return systems.resolve(c)
 
 
-def _model(row):
+def _model(row, ring_form="lockstep"):
     """(time, NCCL tuner's estimate [s], algorithm, ranks) for a public row, with
     the row's forced algorithm (NCCL_ALGO) where it has one and without NVLS where
     the run turned it off (NCCL_NVLS_ENABLE=0)."""
@@ -169,13 +169,14 @@ def _model(row):
     # a run with NCCL_ALGO forced is modelled with that algorithm
     algo = row.get("algorithm") or "auto"
     r = collective_times(row["collective"], [row["size_bytes"]], n, c, algorithm=algo,
-                         nvls=row.get("nvls") != "off")
+                         nvls=row.get("nvls") != "off", ring_form=ring_form)
     return float(r["time"][0]), float(r["estimate"][0]), str(r["algorithm"][0]), n
 
 
-def predicted(row):
-    """(time [s], busbw [B/s], algorithm) the model predicts for a public row."""
-    t, _est, algo, n = _model(row)
+def predicted(row, ring_form="lockstep"):
+    """(time [s], busbw [B/s], algorithm) the model predicts for a public row
+    (``ring_form``: as in :func:`collective_times`)."""
+    t, _est, algo, n = _model(row, ring_form)
     return t, row["size_bytes"] / t * busbw_factor(row["collective"], n), algo
 
 
@@ -207,7 +208,7 @@ def _run_key(row):
     return (row["url"], row["source"], row["system"], row["nodes"], row["gpus_per_node"])
 
 
-def public_errors(system=None, nodes=None):
+def public_errors(system=None, nodes=None, ring_form="lockstep"):
     """The model's error against each public source, per size band.
 
     Parameters
@@ -217,6 +218,9 @@ def public_errors(system=None, nodes=None):
         every row. The rows of one preset cost a fraction of the whole table.
     nodes : int, optional
         Only the runs on this many nodes (>= 2); default every count.
+    ring_form : {"lockstep", "dataflow"}
+        The model (default) or its dataflow variant for LL128 and Simple rings
+        (:func:`collective_times`).
 
     Returns
     -------
@@ -245,6 +249,7 @@ def public_errors(system=None, nodes=None):
     {'aws-p5'}
     """
     only = _preset_filter(system)
+    check_choice("ring_form", ring_form, RING_FORMS)
     if nodes is not None:
         nodes = check_int("nodes", nodes, low=2, high=1_000_000)
     groups = {}
@@ -259,7 +264,7 @@ def public_errors(system=None, nodes=None):
                     key = _run_key(row) + (name,)
                     skipped[key] = skipped.get(key, 0) + 1
             continue
-        t, est, _algo, n = _model(row)
+        t, est, _algo, n = _model(row, ring_form)
         for name, low, high, metric, target in BANDS:
             if not low <= row["size_bytes"] < high:
                 continue

@@ -82,3 +82,35 @@ def test_mid_sizes_are_predicted_from_other_rings_in_both_forms():
     e = sorted(r["dataflow_error"] for r in c.mid_rows if not r["crowded"])
     assert s["dataflow"] == pytest.approx((float(np.median(e)), e[0], e[-1]))
     assert c.mid_summary(include_crowded=True)["points"] == len(c.mid_rows)
+
+
+def test_the_dataflow_variant_only_changes_ll128_and_simple_rings():
+    c = network.scale_out("dgx-h100-spod", 2)
+    s = 2.0 ** np.arange(3, 31, 3)
+    for coll in ("all_gather", "all_reduce"):
+        for proto in ("LL", "LL128", "Simple"):
+            lock = network.collective_times(coll, s, 16, c, algorithm="ring", protocol=proto)
+            flow = network.collective_times(coll, s, 16, c, algorithm="ring", protocol=proto,
+                                            ring_form="dataflow")
+            if proto == "LL":                 # a dataflow in both
+                assert np.array_equal(lock["time"], flow["time"])
+            else:                             # never slower; far faster when small
+                assert np.all(flow["time"] <= lock["time"] * (1 + 1e-9))
+                assert flow["time"][0] < 0.8 * lock["time"][0]
+            # NCCL's estimate, and so its pick, does not depend on how the run goes
+            assert np.array_equal(lock["estimate"], flow["estimate"])
+        tree = network.collective_times(coll, s, 16, c, algorithm="tree") \
+            if coll == "all_reduce" else None
+        if tree is not None:
+            assert np.array_equal(tree["time"], network.collective_times(
+                coll, s, 16, c, algorithm="tree", ring_form="dataflow")["time"])
+
+
+def test_public_errors_of_the_variant_differ_only_where_a_ring_runs():
+    lock = network.public_errors("gcp-a3-mega", ring_form="lockstep")
+    flow = network.public_errors("gcp-a3-mega", ring_form="dataflow")
+    assert [(r["source"], r["band"]) for r in lock] == [(r["source"], r["band"]) for r in flow]
+    small = [(a, b) for a, b in zip(lock, flow) if a["band"] == network.BANDS[0][0]]
+    # the A3 Mega small calls (LL not allowed over TCPXO) are several times too slow in
+    # lockstep and much nearer as a dataflow
+    assert any(a["median_error"] > 2 and abs(b["median_error"]) < 1 for a, b in small)
