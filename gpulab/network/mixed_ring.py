@@ -40,8 +40,6 @@ fabric; what it decides is the form, not the size of any constant.
 """
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,18 +107,18 @@ def mixed_ring_sweeps(run=MIXED_RING_RUN, call=None):
         if call is not None and not name.startswith(call + "_"):
             continue
         kind, protocol = name.split("_")[1:3]
-        text = measurements.raw_capture(run, name + ".csv")
-        seen = set()
-        for row in csv.DictReader(io.StringIO(text)):
-            key = (row["collective"], int(row["size_bytes"]))
-            if key in seen:             # tiny sizes round up to one element per rank
-                continue
-            seen.add(key)
-            if int(row["wrong"]):
-                raise ValueError(f"run: {run} {name} has wrong results at {key}")
-            out.setdefault((kind, protocol, int(row["n_ranks"]), key[0]), {}).setdefault(
-                key[1], []).append(float(row["time_us"]) * 1e-6)
+        n = _ranks_of(kind, name)
+        for coll, table in measurements.collective_run(run, name + ".csv").items():
+            for size, t in table.items():
+                out.setdefault((kind, protocol, n, coll), {}).setdefault(size, []).append(t)
     return out
+
+
+def _ranks_of(kind, name):
+    """Ranks of a sweep from its file name: ``mixed``/``net`` rings name theirs
+    (``_4_``, ``_8_``); ``intra`` and an unnamed ``net`` ring have 2."""
+    parts = name.split("_")
+    return int(parts[3]) if kind != "intra" and len(parts) == 5 else 2
 
 
 @dataclass(frozen=True)
@@ -221,8 +219,12 @@ def mixed_ring_check(small_bytes=2048, run=MIXED_RING_RUN):
     """
     small = float(as_number("small_bytes", small_bytes, low=16, high=8192,
                             allow_array=False))
-    sw = mixed_ring_sweeps(run)
     calls = [mixed_ring_sweeps(run, c) for c in ("a", "b")]
+    sw = {}                             # both calls pooled (mixed_ring_sweeps(run))
+    for c in calls:
+        for key, table in c.items():
+            for size, times in table.items():
+                sw.setdefault(key, {}).setdefault(size, []).extend(times)
     base, net_step, intra_step, rows = {}, {}, {}, []
     huge = 1e15                         # B/s: the small calls' transfer is left out
     for p in MIXED_RING_PROTOCOLS:

@@ -114,3 +114,23 @@ def test_public_errors_of_the_variant_differ_only_where_a_ring_runs():
     # the A3 Mega small calls (LL not allowed over TCPXO) are several times too slow in
     # lockstep and much nearer as a dataflow
     assert any(a["median_error"] > 2 and abs(b["median_error"]) < 1 for a, b in small)
+
+
+def test_every_recorded_sweep_was_right_and_is_read_with_its_ranks():
+    import csv
+    from pathlib import Path
+
+    import gpulab
+    folder = Path(gpulab.__file__).parent / "data" / "measurements" / "raw" / \
+        network.MIXED_RING_RUN
+    sw = network.mixed_ring_sweeps()
+    files = sorted(folder.glob("[ab]_*_r[12].csv"))
+    assert len(files) == 40
+    for f in files:
+        with f.open() as fh:
+            rows = list(csv.DictReader(fh))
+        assert rows and all(int(r["wrong"]) == 0 for r in rows), f.name
+        kind, proto = f.name.split("_")[1:3]
+        for r in rows:
+            assert int(r["size_bytes"]) in sw[kind, proto, int(r["n_ranks"]),
+                                              r["collective"]], f.name
