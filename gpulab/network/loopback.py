@@ -34,7 +34,7 @@ from .._validate import as_number, check_choice, check_int
 from .execution import channels_used, ring_time
 
 __all__ = ["LOOPBACK_RUN", "LOOPBACK_PROTOCOLS", "LOOPBACK_RANKS", "LOOPBACK_CHANNELS",
-           "loopback_sweeps",
+           "loopback_sweeps", "read_ring_sweep",
            "fit_step_latency", "ring_steps", "LoopbackCheck", "loopback_check"]
 
 #: Our 1x H200 run of NCCL's socket transport over loopback, one process per "node".
@@ -67,21 +67,47 @@ def loopback_sweeps(run=LOOPBACK_RUN, protocols=LOOPBACK_PROTOCOLS, ranks=LOOPBA
         for n in ranks:
             per = {}
             for r in _RUNS:
-                text = measurements.raw_capture(run, f"graph_{p}_{n}_r{r}.csv")
-                seen = set()
-                for row in csv.DictReader(io.StringIO(text)):
-                    key = (row["collective"], int(row["size_bytes"]))
-                    if key in seen:      # tiny sizes round up to one element per rank
-                        continue
-                    seen.add(key)
-                    per.setdefault(key[0], {}).setdefault(key[1], []).append(
-                        float(row["time_us"]) * 1e-6)
+                for (coll, size), t in read_ring_sweep(run, f"graph_{p}_{n}_r{r}.csv")[
+                        "time_s"].items():
+                    per.setdefault(coll, {}).setdefault(size, []).append(t)
             for coll, v in per.items():
                 sizes = np.array(sorted(v), dtype=float)
                 if any(len(v[int(s)]) != len(_RUNS) for s in sizes):
                     raise ValueError(f"run: {run} lacks a repeat of {p} {n} {coll}")
                 out[p, n, coll] = (sizes, np.array([v[int(s)] for s in sizes]).T)
     return out
+
+
+def read_ring_sweep(run, filename):
+    """One recorded ``measure/nccl_sweep.py`` CSV of a ring run.
+
+    Returns
+    -------
+    dict
+        ``{"n_ranks": int, "time_s": {(collective, size_bytes): time [s]}}``. Where
+        tiny sizes round up to one element per rank, the size repeats; its first row
+        is kept. Raises ValueError where a row's ``wrong`` count is not 0.
+
+    >>> read_ring_sweep(LOOPBACK_RUN, "graph_LL_2_r1.csv")["n_ranks"]
+    2
+    """
+    text = measurements.raw_capture(run, filename)
+    out, ranks = {}, set()
+    for row in csv.DictReader(io.StringIO(text)):
+        try:
+            key = (row["collective"], int(row["size_bytes"]))
+            wrong, n, t = int(row["wrong"]), int(row["n_ranks"]), float(row["time_us"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"run/filename: {run}/{filename} is not a ring sweep (columns "
+                             "collective, n_ranks, size_bytes, time_us, wrong)") from None
+        if wrong:
+            raise ValueError(f"run/filename: {run}/{filename} has wrong results at {key}")
+        ranks.add(n)
+        out.setdefault(key, t * 1e-6)
+    if len(ranks) != 1:
+        raise ValueError(f"run/filename: {run}/{filename} holds no single ring "
+                         f"(ranks {sorted(ranks)})")
+    return {"n_ranks": ranks.pop(), "time_s": out}
 
 
 def _protocols(protocols):

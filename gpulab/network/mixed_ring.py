@@ -44,10 +44,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import measurements
 from .._validate import as_number
 from .execution import channels_used, ring_dataflow_time, ring_time
-from .loopback import fit_step_latency, ring_steps
+from .loopback import fit_step_latency, read_ring_sweep, ring_steps
 
 __all__ = ["MIXED_RING_RUN", "MIXED_RING_PROTOCOLS", "MIXED_RING_RANKS",
            "mixed_ring_sweeps", "MixedRingCheck", "mixed_ring_check"]
@@ -107,18 +106,11 @@ def mixed_ring_sweeps(run=MIXED_RING_RUN, call=None):
         if call is not None and not name.startswith(call + "_"):
             continue
         kind, protocol = name.split("_")[1:3]
-        n = _ranks_of(kind, name)
-        for coll, table in measurements.collective_run(run, name + ".csv").items():
-            for size, t in table.items():
-                out.setdefault((kind, protocol, n, coll), {}).setdefault(size, []).append(t)
+        sweep = read_ring_sweep(run, name + ".csv")
+        for (coll, size), t in sweep["time_s"].items():
+            out.setdefault((kind, protocol, sweep["n_ranks"], coll), {}).setdefault(
+                size, []).append(t)
     return out
-
-
-def _ranks_of(kind, name):
-    """Ranks of a sweep from its file name: ``mixed``/``net`` rings name theirs
-    (``_4_``, ``_8_``); ``intra`` and an unnamed ``net`` ring have 2."""
-    parts = name.split("_")
-    return int(parts[3]) if kind != "intra" and len(parts) == 5 else 2
 
 
 @dataclass(frozen=True)
